@@ -1,0 +1,31 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+  name: "LiveMic",
+  products: [
+    .executable(name: "livemic", targets: ["livemic"])
+  ],
+  targets: [
+    // Thin system-library targets: a module map and a shim header each.
+    .systemLibrary(name: "CJack", pkgConfig: "jack", providers: [.apt(["libjack-jackd2-dev"])]),
+    .systemLibrary(name: "CSndfile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
+
+    // Pure Swift voice DSP: no JACK, no lilv, no files.
+    .target(name: "DSP"),
+
+    // The engine/host layer: the JACK client and everything the audio thread touches.
+    .target(name: "LiveMicEngine", dependencies: ["CJack", "DSP"]),
+
+    // The supervisor/control layer: presets, offline rendering, benchmark. Never real-time.
+    .target(name: "LiveMicControl", dependencies: ["LiveMicEngine", "DSP", "CSndfile"]),
+
+    // Argument parsing and wiring only.
+    .executableTarget(name: "livemic", dependencies: ["LiveMicControl"]),
+
+    .testTarget(name: "DSPTests", dependencies: ["DSP"]),
+    .testTarget(name: "LiveMicControlTests", dependencies: ["LiveMicControl", "DSP"]),
+    .testTarget(name: "EndToEndTests", dependencies: ["CJack", "CSndfile"]),
+  ],
+  swiftLanguageModes: [.v6]
+)

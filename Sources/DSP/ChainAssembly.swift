@@ -1,0 +1,136 @@
+/// One stage as a preset or the command line describes it.
+///
+/// Thread: any (value type).
+public struct StageDescription: Sendable, Equatable {
+  /// The stage id, unique in the chain; the first part of its parameter keys.
+  public var id: String
+  /// The unit type (`eq`) for a built-in unit.
+  public var type: String
+  /// Initial values by parameter name (without the id); missing ones take their defaults.
+  public var values: [String: Float]
+  /// Whether the stage starts bypassed.
+  public var bypassed: Bool
+
+  public init(id: String, type: String, values: [String: Float] = [:], bypassed: Bool = false) {
+    self.id = id
+    self.type = type
+    self.values = values
+    self.bypassed = bypassed
+  }
+}
+
+/// Why a chain could not be built. Each message is one sentence.
+public enum ChainError: Error, Equatable, CustomStringConvertible {
+  case unknownUnit(id: String, type: String)
+  case unknownParameter(id: String, name: String, known: [String])
+  case duplicateId(String)
+  case invalidId(String)
+
+  public var description: String {
+    switch self {
+    case .unknownUnit(let id, let type):
+      return "stage '\(id)' has unknown unit type '\(type)' (known: "
+        + BuiltinUnits.typeNames.joined(separator: ", ") + ")"
+    case .unknownParameter(let id, let name, let known):
+      return "stage '\(id)' has no parameter '\(name)' (it has: \(known.joined(separator: ", ")))"
+    case .duplicateId(let id):
+      return "stage id '\(id)' is used twice; give each stage its own id"
+    case .invalidId(let id):
+      return "stage id '\(id)' must be letters, digits, '_' or '-' and start with a letter"
+    }
+  }
+}
+
+/// The built-in unit types, in the default chain order.
+public enum BuiltinUnits {
+  nonisolated(unsafe) public static let types: [any VoiceUnit.Type] = [
+    InputGain.self, HighPass.self, NoiseGate.self, Equalizer.self, Compressor.self, Echo.self,
+    Reverb.self, Limiter.self, OutputVolume.self,
+  ]
+  public static var typeNames: [String] { types.map { $0.typeName } }
+
+  public static func type(named name: String) -> (any VoiceUnit.Type)? {
+    types.first { $0.typeName == name }
+  }
+
+  /// The default chain: every built-in unit once, in order, ids equal to type names.
+  public static var defaultChain: [StageDescription] {
+    types.map { StageDescription(id: $0.typeName, type: $0.typeName) }
+  }
+
+  /// The name of the parameter every stage has for bypass.
+  public static let bypassParameter = ParameterSpec.toggle(
+    "bypass", default: false, "Bypasses the stage (crossfaded over 10 ms).")
+}
+
+/// Collects stages and their parameters, then makes a `VoiceChain`. Not real-time.
+public struct ChainAssembly {
+  private var stages: [any ChainStage] = []
+  private var parameters: [VoiceChain.Parameter] = []
+  private var values: [Float] = []
+  private var ids: Set<String> = []
+
+  public init() {}
+
+  /// The index the next stage's first parameter will have.
+  public var nextParameterIndex: Int { values.count }
+
+  /// Appends a built-in unit described by `description`.
+  public mutating func append(_ description: StageDescription) throws(ChainError) {
+    guard let type = BuiltinUnits.type(named: description.type) else {
+      throw .unknownUnit(id: description.id, type: description.type)
+    }
+    try append(unit: type, description)
+  }
+
+  private mutating func append<U: VoiceUnit>(unit: U.Type, _ d: StageDescription)
+    throws(ChainError)
+  {
+    let specs = U.parameters + [BuiltinUnits.bypassParameter]
+    var initial = specs.map { $0.defaultValue }
+    initial[specs.count - 1] = d.bypassed ? 1 : 0
+    for (name, value) in d.values {
+      guard let i = specs.firstIndex(where: { $0.name == name }) else {
+        throw .unknownParameter(id: d.id, name: name, known: specs.map { $0.name })
+      }
+      initial[i] = specs[i].sanitize(value)
+    }
+    let first = nextParameterIndex
+    let stage = UnitStage<U>(
+      id: d.id, firstParameter: first, initial: initial, maxFrames: VoiceChain.subBlockFrames)
+    try append(stage: stage, parameters: zip(specs, initial).map { ($0, $1) })
+  }
+
+  /// Appends any stage (a plugin, from the host layer) with its parameters in index order,
+  /// starting at `nextParameterIndex`.
+  public mutating func append(stage: any ChainStage, parameters specs: [(ParameterSpec, Float)])
+    throws(ChainError)
+  {
+    let id = stage.id
+    guard let first = id.unicodeScalars.first, first.properties.isAlphabetic,
+      id.unicodeScalars.allSatisfy({ $0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_" || $0 == "-" })
+    else { throw .invalidId(id) }
+    guard ids.insert(id).inserted else { throw .duplicateId(id) }
+    for (spec, value) in specs {
+      parameters.append(.init(key: "\(id).\(spec.name)", index: values.count, spec: spec))
+      values.append(value)
+    }
+    stages.append(stage)
+  }
+
+  /// Makes the chain and prepares it (warmed with a block of silence) for `sampleRate`.
+  public func makeChain(sampleRate: Double) -> VoiceChain {
+    let chain = VoiceChain(stages: stages, parameters: parameters, initialValues: values)
+    chain.prepare(sampleRate: sampleRate)
+    return chain
+  }
+
+  /// Builds and prepares a chain of built-in units.
+  public static func build(_ descriptions: [StageDescription], sampleRate: Double)
+    throws(ChainError) -> VoiceChain
+  {
+    var assembly = ChainAssembly()
+    for d in descriptions { try assembly.append(d) }
+    return assembly.makeChain(sampleRate: sampleRate)
+  }
+}

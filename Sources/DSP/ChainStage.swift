@@ -1,0 +1,18 @@
+/// One stage of a chain, as the chain sees it: a built-in unit (see `UnitStage`) or, in the host
+/// layer, a plugin.
+///
+/// Thread: `prepare` off the audio thread; `process` and `reset` on the audio thread only.
+public protocol ChainStage: AnyObject {
+  /// The stage's id, the first part of its parameter keys (`eq`, `eq2`).
+  var id: String { get }
+  /// Latency this stage adds, in frames.
+  var latencyFrames: Int { get }
+  /// Prepares for a sample rate and maximum block size. May allocate.
+  func prepare(sampleRate: Double, maxFrames: Int)
+  /// Processes one sub-block in place, reading its parameter targets.
+  /// - Realtime: safe
+  func process(_ block: StereoBlock, targets: ParameterTargets)
+  /// Clears signal state.
+  /// - Realtime: safe
+  func reset()
+}

@@ -1,0 +1,121 @@
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// A built-in unit in a chain: owns its smoothed parameter values and bypass crossfade.
+///
+/// Smoothing: each continuous parameter moves towards its target by a fraction
+/// `1 - exp(-subBlockFrames / (smoothingMilliseconds * sampleRate / 1000))` of the remaining
+/// distance once per sub-block, and snaps to the target once within 1e-6 of it (so a settled
+/// value is exact). Bypass crossfades linearly over `bypassFadeMilliseconds`.
+/// Thread: prepared off the audio thread; processed on it.
+public final class UnitStage<Unit: VoiceUnit>: ChainStage {
+  public let id: String
+  /// Index of this stage's first parameter in the chain's `ParameterTargets`; the stage's
+  /// `bypass` parameter follows its unit's parameters.
+  public let firstParameter: Int
+  private var unit = Unit()
+  private let specs: [ParameterSpec]
+  private let previous: UnsafeMutablePointer<Float>
+  private let current: UnsafeMutablePointer<Float>
+  private var smoothing: Float = 1
+  private var bypassMix: Float = 0
+  private var bypassStep: Float = 1
+  private let dryLeft: UnsafeMutablePointer<Float>
+  private let dryRight: UnsafeMutablePointer<Float>
+  private let dryCapacity: Int
+
+  /// Time constant of parameter smoothing.
+  public static var smoothingMilliseconds: Float { 20 }
+  /// Length of the bypass crossfade.
+  public static var bypassFadeMilliseconds: Float { 10 }
+
+  /// Creates a stage whose parameters start at `initial` (unit parameters, then bypass).
+  public init(id: String, firstParameter: Int, initial: [Float], maxFrames: Int) {
+    self.id = id
+    self.firstParameter = firstParameter
+    specs = Unit.parameters
+    let n = specs.count + 1
+    previous = .allocate(capacity: n)
+    current = .allocate(capacity: n)
+    for i in 0..<n {
+      let v = i < initial.count ? initial[i] : (i < specs.count ? specs[i].defaultValue : 0)
+      previous[i] = v
+      current[i] = v
+    }
+    bypassMix = current[specs.count] >= 0.5 ? 1 : 0
+    dryCapacity = maxFrames
+    dryLeft = .allocate(capacity: maxFrames)
+    dryRight = .allocate(capacity: maxFrames)
+  }
+
+  deinit {
+    previous.deallocate()
+    current.deallocate()
+    dryLeft.deallocate()
+    dryRight.deallocate()
+  }
+
+  public var latencyFrames: Int { unit.latencyFrames }
+
+  public func prepare(sampleRate: Double, maxFrames: Int) {
+    precondition(maxFrames <= dryCapacity, "stage prepared beyond its capacity")
+    let blocks = Float(sampleRate) * Self.smoothingMilliseconds / 1000 / Float(maxFrames)
+    smoothing = 1 - expf(-1 / max(blocks, 1))
+    bypassStep = 1 / max(Float(sampleRate) * Self.bypassFadeMilliseconds / 1000, 1)
+    unit.prepare(
+      sampleRate: sampleRate, maxFrames: maxFrames,
+      parameters: ParameterValues(previous: previous, current: current))
+  }
+
+  public func reset() { unit.reset() }
+
+  /// - Realtime: safe
+  public func process(_ block: StereoBlock, targets: ParameterTargets) {
+    let n = specs.count
+    for i in 0..<n {
+      previous[i] = current[i]
+      let target = targets.value(firstParameter + i)
+      if specs[i].kind == .continuous {
+        let c = current[i]
+        let d = target - c
+        current[i] = abs(d) <= 1e-6 * max(abs(target), 1) ? target : c + d * smoothing
+      } else {
+        current[i] = target
+      }
+    }
+    let bypassTarget: Float = targets.value(firstParameter + n) >= 0.5 ? 1 : 0
+    if bypassMix == bypassTarget {
+      if bypassTarget == 1 { return }
+      run(block)
+      return
+    }
+    // Crossfade between the dry signal and the unit's output.
+    let frames = block.frames
+    if bypassMix == 1 { unit.reset() }
+    dryLeft.update(from: block.left, count: frames)
+    dryRight.update(from: block.right, count: frames)
+    run(block)
+    var mix = bypassMix
+    let step = bypassTarget > mix ? bypassStep : -bypassStep
+    for f in 0..<frames {
+      mix = min(max(mix + step, 0), 1)
+      block.left[f] = block.left[f] * (1 - mix) + dryLeft[f] * mix
+      block.right[f] = block.right[f] * (1 - mix) + dryRight[f] * mix
+    }
+    bypassMix = mix
+  }
+
+  /// Runs the unit and resets it (silencing the block) if its output stopped being finite.
+  @inline(__always)
+  private func run(_ block: StereoBlock) {
+    unit.process(block, parameters: ParameterValues(previous: previous, current: current))
+    var sum: Float = 0
+    for f in 0..<block.frames { sum += block.left[f] * 0 + block.right[f] * 0 }
+    if !sum.isFinite || sum != 0 {
+      unit.reset()
+      block.left.update(repeating: 0, count: block.frames)
+      block.right.update(repeating: 0, count: block.frames)
+    }
+  }
+}

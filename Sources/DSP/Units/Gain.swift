@@ -1,0 +1,58 @@
+/// Applies a gain that moves linearly from `from` to `to` across the block; skips the work when
+/// the gain is settled at exactly 1.
+/// - Realtime: safe
+@inline(__always)
+func applyRampedGain(_ block: StereoBlock, from: Float, to: Float) {
+  if from == to {
+    if to == 1 { return }
+    for f in 0..<block.frames {
+      block.left[f] *= to
+      block.right[f] *= to
+    }
+    return
+  }
+  let step = (to - from) / Float(block.frames)
+  var g = from
+  for f in 0..<block.frames {
+    g += step
+    block.left[f] *= g
+    block.right[f] *= g
+  }
+}
+
+/// Input gain, in decibels, before everything else.
+public struct InputGain: VoiceUnit {
+  public static let typeName = "input"
+  public static let summary = "Input gain before the rest of the chain."
+  public static let parameters = [
+    ParameterSpec("gain_db", unit: "dB", range: -60...40, default: 0, "Gain applied to the input.")
+  ]
+  public init() {}
+  public mutating func prepare(sampleRate: Double, maxFrames: Int, parameters: ParameterValues) {}
+  public mutating func reset() {}
+
+  /// - Realtime: safe
+  public mutating func process(_ block: StereoBlock, parameters p: ParameterValues) {
+    applyRampedGain(
+      block, from: DSPMath.gain(decibels: p.previous(0)), to: DSPMath.gain(decibels: p.current(0)))
+  }
+}
+
+/// Output volume, a linear factor 0–1, last in the chain.
+public struct OutputVolume: VoiceUnit {
+  public static let typeName = "output"
+  public static let summary = "Output volume (linear, 0 to 1); the last stage of the chain."
+  public static let parameters = [
+    ParameterSpec(
+      "volume", unit: "", range: 0...1, default: 0.3,
+      "Output volume as a linear factor; starts quiet at 0.3 unless a preset says otherwise.")
+  ]
+  public init() {}
+  public mutating func prepare(sampleRate: Double, maxFrames: Int, parameters: ParameterValues) {}
+  public mutating func reset() {}
+
+  /// - Realtime: safe
+  public mutating func process(_ block: StereoBlock, parameters p: ParameterValues) {
+    applyRampedGain(block, from: p.previous(0), to: p.current(0))
+  }
+}

@@ -1,0 +1,92 @@
+/// A ready-to-run chain of stages with its parameter targets.
+///
+/// Built and prepared off the audio thread (see `ChainBuilder`); then `process` runs on the audio
+/// thread (or in the offline renderer), splitting any block into sub-blocks of at most
+/// `subBlockFrames`, so a JACK buffer-size change needs no re-preparation.
+/// Thread: `process` on one thread at a time; `targets` from any thread.
+public final class VoiceChain: @unchecked Sendable {
+  /// Frames per sub-block: parameters are smoothed and coefficients updated at this rate.
+  public static let subBlockFrames = 32
+
+  /// A parameter the chain exposes: its key (`eq.bass_db`), index in `targets`, and spec.
+  public struct Parameter: Sendable {
+    public let key: String
+    public let index: Int
+    public let spec: ParameterSpec
+  }
+
+  /// The stages in processing order.
+  public let stages: [any ChainStage]
+  /// Every parameter's target value, settable from any thread.
+  public let targets: ParameterTargets
+  /// The parameters in index order.
+  public let parameters: [Parameter]
+  private let indexByKey: [String: Int]
+  /// The sample rate the chain was prepared for.
+  public private(set) var sampleRate: Double = 0
+
+  init(stages: [any ChainStage], parameters: [Parameter], initialValues: [Float]) {
+    self.stages = stages
+    self.parameters = parameters
+    self.targets = ParameterTargets(initialValues: initialValues)
+    var keys: [String: Int] = [:]
+    for p in parameters { keys[p.key] = p.index }
+    indexByKey = keys
+  }
+
+  /// Total latency of the chain in frames.
+  public var latencyFrames: Int { stages.reduce(0) { $0 + $1.latencyFrames } }
+
+  /// The parameter named `key`, if the chain has it.
+  public func parameter(_ key: String) -> Parameter? {
+    indexByKey[key].map { parameters[$0] }
+  }
+
+  /// Sets the target of `key`, sanitized to its range. Returns the value used, or nil when the
+  /// chain has no such parameter. Thread: any.
+  @discardableResult
+  public func set(_ key: String, _ value: Float) -> Float? {
+    guard let p = parameter(key) else { return nil }
+    let v = p.spec.sanitize(value)
+    targets.set(p.index, v)
+    return v
+  }
+
+  /// Prepares every stage for `sampleRate` and runs one block of silence through the chain so
+  /// that first-run costs (type metadata caches) are paid here, not on the audio thread.
+  /// Not real-time.
+  public func prepare(sampleRate: Double) {
+    self.sampleRate = sampleRate
+    for stage in stages { stage.prepare(sampleRate: sampleRate, maxFrames: Self.subBlockFrames) }
+    let frames = Self.subBlockFrames * 4
+    let left = UnsafeMutablePointer<Float>.allocate(capacity: frames)
+    let right = UnsafeMutablePointer<Float>.allocate(capacity: frames)
+    left.initialize(repeating: 0, count: frames)
+    right.initialize(repeating: 0, count: frames)
+    process(left: left, right: right, frames: frames)
+    for stage in stages { stage.reset() }
+    left.deallocate()
+    right.deallocate()
+  }
+
+  /// Processes `frames` samples of a stereo signal in place.
+  /// - Realtime: safe
+  public func process(
+    left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>, frames: Int
+  ) {
+    // Non-finite input (a broken upstream client) becomes silence, not a poisoned chain.
+    for f in 0..<frames {
+      if !left[f].isFinite { left[f] = 0 }
+      if !right[f].isFinite { right[f] = 0 }
+    }
+    var offset = 0
+    while offset < frames {
+      let n = min(Self.subBlockFrames, frames - offset)
+      let block = StereoBlock(left: left + offset, right: right + offset, frames: n)
+      for s in 0..<stages.count {
+        stages[s].process(block, targets: targets)
+      }
+      offset += n
+    }
+  }
+}
