@@ -125,6 +125,13 @@ public struct ChainAssembly {
     return chain
   }
 
+  /// Checks that `descriptions` would build (units, ids and parameters exist) without
+  /// preparing anything.
+  public static func validate(_ descriptions: [StageDescription]) throws(ChainError) {
+    var assembly = ChainAssembly()
+    for d in descriptions { try assembly.append(d) }
+  }
+
   /// Builds and prepares a chain of built-in units.
   public static func build(_ descriptions: [StageDescription], sampleRate: Double)
     throws(ChainError) -> VoiceChain

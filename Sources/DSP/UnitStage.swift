@@ -15,7 +15,9 @@ public final class UnitStage<Unit: VoiceUnit>: ChainStage {
   /// `bypass` parameter follows its unit's parameters.
   public let firstParameter: Int
   private var unit = Unit()
-  private let specs: [ParameterSpec]
+  private let parameterCount: Int
+  /// 1 where the parameter is continuous (smoothed), 0 where it applies at once.
+  private let smoothed: UnsafeMutablePointer<Bool>
   private let previous: UnsafeMutablePointer<Float>
   private let current: UnsafeMutablePointer<Float>
   private var smoothing: Float = 1
@@ -34,14 +36,17 @@ public final class UnitStage<Unit: VoiceUnit>: ChainStage {
   public init(id: String, firstParameter: Int, initial: [Float], maxFrames: Int) {
     self.id = id
     self.firstParameter = firstParameter
-    specs = Unit.parameters
+    let specs = Unit.parameters
+    parameterCount = specs.count
     let n = specs.count + 1
     previous = .allocate(capacity: n)
     current = .allocate(capacity: n)
+    smoothed = .allocate(capacity: n)
     for i in 0..<n {
       let v = i < initial.count ? initial[i] : (i < specs.count ? specs[i].defaultValue : 0)
       previous[i] = v
       current[i] = v
+      smoothed[i] = i < specs.count && specs[i].kind == .continuous
     }
     bypassMix = current[specs.count] >= 0.5 ? 1 : 0
     dryCapacity = maxFrames
@@ -52,6 +57,7 @@ public final class UnitStage<Unit: VoiceUnit>: ChainStage {
   deinit {
     previous.deallocate()
     current.deallocate()
+    smoothed.deallocate()
     dryLeft.deallocate()
     dryRight.deallocate()
   }
@@ -72,11 +78,11 @@ public final class UnitStage<Unit: VoiceUnit>: ChainStage {
 
   /// - Realtime: safe
   public func process(_ block: StereoBlock, targets: ParameterTargets) {
-    let n = specs.count
+    let n = parameterCount
     for i in 0..<n {
       previous[i] = current[i]
       let target = targets.value(firstParameter + i)
-      if specs[i].kind == .continuous {
+      if smoothed[i] {
         let c = current[i]
         let d = target - c
         current[i] = abs(d) <= 1e-6 * max(abs(target), 1) ? target : c + d * smoothing
@@ -100,19 +106,21 @@ public final class UnitStage<Unit: VoiceUnit>: ChainStage {
     let step = bypassTarget > mix ? bypassStep : -bypassStep
     for f in 0..<frames {
       mix = min(max(mix + step, 0), 1)
-      block.left[f] = block.left[f] * (1 - mix) + dryLeft[f] * mix
-      block.right[f] = block.right[f] * (1 - mix) + dryRight[f] * mix
+      let (l, r, dl, dr) = (block.left[f], block.right[f], dryLeft[f], dryRight[f])
+      block.left[f] = l * (1 - mix) + dl * mix
+      block.right[f] = r * (1 - mix) + dr * mix
     }
     bypassMix = mix
   }
 
   /// Runs the unit and resets it (silencing the block) if its output stopped being finite.
+  /// The chain's input is sanitized, so a non-finite value can only come from a unit's state
+  /// blowing up, which persists: checking the block's last frame catches it within a sub-block.
   @inline(__always)
   private func run(_ block: StereoBlock) {
     unit.process(block, parameters: ParameterValues(previous: previous, current: current))
-    var sum: Float = 0
-    for f in 0..<block.frames { sum += block.left[f] * 0 + block.right[f] * 0 }
-    if !sum.isFinite || sum != 0 {
+    let last = block.frames - 1
+    if !(block.left[last] + block.right[last]).isFinite {
       unit.reset()
       block.left.update(repeating: 0, count: block.frames)
       block.right.update(repeating: 0, count: block.frames)

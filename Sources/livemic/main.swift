@@ -1,1 +1,37 @@
-print("x")
+import Foundation
+import LiveMicControl
+
+// Argument parsing and wiring only.
+
+func fail(_ message: String, status: Int32) -> Never {
+  FileHandle.standardError.write(Data("livemic: error: \(message)\n".utf8))
+  exit(status)
+}
+
+let command: Command
+do {
+  command = try parseCommandLine(Array(CommandLine.arguments.dropFirst()))
+} catch {
+  fail("\(error.message); see 'livemic --help'", status: 2)
+}
+
+switch command {
+case .help(let topic):
+  print(help(for: topic))
+case .version:
+  print("livemic \(version)")
+case .presets(nil):
+  print(Reference.presetList(), terminator: "")
+case .presets(let name?):
+  do { print(Reference.presetDetails(try PresetLibrary().load(name)), terminator: "") } catch {
+    fail(error.description, status: 1)
+  }
+case .params(let markdown):
+  print(Reference.parameters(markdown: markdown), terminator: "")
+case .render(let options):
+  do { try Renderer.render(options) } catch { fail(error.description, status: 1) }
+case .bench(let options):
+  do { print(try Benchmark.run(options), terminator: "") } catch { fail(error.description, status: 1) }
+case .run(let options):
+  do { exit(try LiveSession(options: options).run()) } catch { fail(error.description, status: 1) }
+}

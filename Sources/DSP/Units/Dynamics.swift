@@ -45,7 +45,10 @@ public struct NoiseGate: VoiceUnit {
     let envelopeDecay = DSPMath.onePoleCoefficient(milliseconds: 10, sampleRate: sampleRate)
     var (env, g, isOpen, hold) = (envelope, gain, open, holdRemaining)
     for f in 0..<block.frames {
-      let level = max(abs(block.left[f]), abs(block.right[f]))
+      // Both channels are read before either is written (left and right buffers may be 4 KiB
+      // apart, and a store to one would stall the load of the other).
+      let (l, r) = (block.left[f], block.right[f])
+      let level = max(abs(l), abs(r))
       env = level > env ? level : env + (level - env) * envelopeDecay
       if env >= openLevel {
         isOpen = true
@@ -54,8 +57,8 @@ public struct NoiseGate: VoiceUnit {
         if hold > 0 { hold -= 1 } else { isOpen = false }
       }
       g += isOpen ? (1 - g) * attack : (floor - g) * release
-      block.left[f] *= g
-      block.right[f] *= g
+      block.left[f] = l * g
+      block.right[f] = r * g
     }
     (envelope, gain, open, holdRemaining) = (DSPMath.flush(env), DSPMath.flush(g), isOpen, hold)
   }
@@ -110,15 +113,18 @@ public struct Compressor: VoiceUnit {
     var reduction = reductionDecibels
     var makeup = makeupFrom
     for f in 0..<block.frames {
-      let level = max(abs(block.left[f]), abs(block.right[f]))
+      // Both channels are read before either is written (left and right buffers may be 4 KiB
+      // apart, and a store to one would stall the load of the other).
+      let (l, r) = (block.left[f], block.right[f])
+      let level = max(abs(l), abs(r))
       let wanted =
         level < quietLevel
         ? 0 : Self.reduction(levelDecibels: 20 * log10f(level), threshold: threshold, ratio: ratio, knee: knee)
       reduction += (wanted - reduction) * (wanted > reduction ? attack : release)
       makeup += makeupStep
       let g = expf((makeup - reduction) * 0.115_129_254_649_702_28)  // 10^(dB/20)
-      block.left[f] *= g
-      block.right[f] *= g
+      block.left[f] = l * g
+      block.right[f] = r * g
     }
     reductionDecibels = DSPMath.flush(reduction)
   }

@@ -1,3 +1,7 @@
+/// Loops here and in every unit read both channels of a frame before writing either: the two
+/// buffers are often a multiple of 4 KiB apart (JACK's port buffers are), and a store to one
+/// would otherwise stall the load of the other at the same offset.
+///
 /// Applies a gain that moves linearly from `from` to `to` across the block; skips the work when
 /// the gain is settled at exactly 1.
 /// - Realtime: safe
@@ -6,8 +10,9 @@ func applyRampedGain(_ block: StereoBlock, from: Float, to: Float) {
   if from == to {
     if to == 1 { return }
     for f in 0..<block.frames {
-      block.left[f] *= to
-      block.right[f] *= to
+      let (l, r) = (block.left[f], block.right[f])
+      block.left[f] = l * to
+      block.right[f] = r * to
     }
     return
   }
@@ -15,8 +20,9 @@ func applyRampedGain(_ block: StereoBlock, from: Float, to: Float) {
   var g = from
   for f in 0..<block.frames {
     g += step
-    block.left[f] *= g
-    block.right[f] *= g
+    let (l, r) = (block.left[f], block.right[f])
+    block.left[f] = l * g
+    block.right[f] = r * g
   }
 }
 

@@ -72,9 +72,11 @@ public struct Reverb: VoiceUnit {
               wr[f] = 0
             }
             combs.withUnsafeMutableBufferPointer { c in
-              for k in 0..<(2 * combCount) {
-                let out = k < combCount ? wl : wr
-                Self.comb(&c[k], memory: m.baseAddress!, input: input.baseAddress!, output: out.baseAddress!, frames: frames, feedback: feedback, damp: damp)
+              for side in 0..<2 {
+                Self.combs(
+                  c.baseAddress! + side * combCount, memory: m.baseAddress!,
+                  input: input.baseAddress!, output: (side == 0 ? wl : wr).baseAddress!,
+                  frames: frames, feedback: feedback, damp: damp)
               }
             }
             allpasses.withUnsafeMutableBufferPointer { a in
@@ -88,10 +90,9 @@ public struct Reverb: VoiceUnit {
             var mix = mixFrom
             for f in 0..<frames {
               mix += mixStep
-              let l = wl[f] * wet1 + wr[f] * wet2
-              let r = wr[f] * wet1 + wl[f] * wet2
-              block.left[f] = block.left[f] * (1 - mix) + l * mix
-              block.right[f] = block.right[f] * (1 - mix) + r * mix
+              let (dl, dr, a, b) = (block.left[f], block.right[f], wl[f], wr[f])
+              block.left[f] = dl * (1 - mix) + (a * wet1 + b * wet2) * mix
+              block.right[f] = dr * (1 - mix) + (b * wet1 + a * wet2) * mix
             }
           }
         }
@@ -99,42 +100,80 @@ public struct Reverb: VoiceUnit {
     }
   }
 
+  /// Runs eight parallel damped combs (one side) over a block, summing into `output`. The
+  /// eight filters advance together so their recurrences overlap instead of stalling.
   /// - Realtime: safe
   @inline(__always)
-  private static func comb(
-    _ line: inout Line, memory: UnsafeMutablePointer<Float>, input: UnsafeMutablePointer<Float>,
-    output: UnsafeMutablePointer<Float>, frames: Int, feedback: Float, damp: Float
+  private static func combs(
+    _ lines: UnsafeMutablePointer<Line>, memory: UnsafeMutablePointer<Float>,
+    input: UnsafeMutablePointer<Float>, output: UnsafeMutablePointer<Float>, frames: Int,
+    feedback: Float, damp: Float
   ) {
-    let buffer = memory + line.start
-    var (i, store) = (line.index, line.store)
-    let n = line.length
-    for f in 0..<frames {
-      let y = buffer[i]
-      store = y * (1 - damp) + store * damp
-      buffer[i] = input[f] + store * feedback
-      output[f] += y
-      i += 1
-      if i == n { i = 0 }
+    var start = SIMD8<Int32>(), length = SIMD8<Int32>(), index = SIMD8<Int32>()
+    var store = SIMD8<Float>()
+    for k in 0..<8 {
+      start[k] = Int32(lines[k].start)
+      length[k] = Int32(lines[k].length)
+      index[k] = Int32(lines[k].index)
+      store[k] = lines[k].store
     }
-    line.index = i
-    line.store = DSPMath.flush(store)
+    let keep = SIMD8<Float>(repeating: 1 - damp)
+    let dampV = SIMD8<Float>(repeating: damp)
+    let fb = SIMD8<Float>(repeating: feedback)
+    for f in 0..<frames {
+      let position = start &+ index
+      var y = SIMD8<Float>()
+      for k in 0..<8 { y[k] = memory[Int(position[k])] }
+      store = y * keep + store * dampV
+      let written = SIMD8<Float>(repeating: input[f]) + store * fb
+      for k in 0..<8 { memory[Int(position[k])] = written[k] }
+      output[f] += y.sum()
+      index &+= 1
+      index.replace(with: 0, where: index .== length)
+    }
+    for k in 0..<8 {
+      lines[k].index = Int(index[k])
+      lines[k].store = DSPMath.flush(store[k])
+    }
   }
 
+  /// Runs one all-pass over a block. Within a stretch that does not wrap, each position is read
+  /// before it is written, so eight frames at a time are processed as one vector.
   /// - Realtime: safe
   @inline(__always)
   private static func allpass(
-    _ line: inout Line, memory: UnsafeMutablePointer<Float>, signal: UnsafeMutablePointer<Float>, frames: Int
+    _ line: inout Line, memory: UnsafeMutablePointer<Float>, signal: UnsafeMutablePointer<Float>,
+    frames: Int
   ) {
     let buffer = memory + line.start
-    var i = line.index
     let n = line.length
-    for f in 0..<frames {
-      let b = buffer[i]
-      let x = signal[f]
-      buffer[i] = DSPMath.flush(x + b * 0.5)
-      signal[f] = b - x
-      i += 1
+    var i = line.index
+    var f = 0
+    let tiny = SIMD8<Float>(repeating: 1e-20)
+    while f < frames {
+      let run = min(frames - f, n - i)
+      var k = 0
+      while k + 8 <= run {
+        let bp = UnsafeMutableRawPointer(buffer + i + k)
+        let sp = UnsafeMutableRawPointer(signal + f + k)
+        let b = bp.loadUnaligned(as: SIMD8<Float>.self)
+        let x = sp.loadUnaligned(as: SIMD8<Float>.self)
+        var v = x + b * 0.5
+        v.replace(with: 0, where: (v .< tiny) .& (v .> -tiny))
+        bp.storeBytes(of: v, as: SIMD8<Float>.self)
+        sp.storeBytes(of: b - x, as: SIMD8<Float>.self)
+        k += 8
+      }
+      while k < run {
+        let b = buffer[i + k]
+        let x = signal[f + k]
+        buffer[i + k] = DSPMath.flush(x + b * 0.5)
+        signal[f + k] = b - x
+        k += 1
+      }
+      i += run
       if i == n { i = 0 }
+      f += run
     }
     line.index = i
   }

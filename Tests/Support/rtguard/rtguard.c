@@ -53,8 +53,6 @@ typedef int (*jack_set_process_callback_fn)(void *client,
 
 /* 0 = not in a callback, 1 = in a counted callback, 2 = in a warm-up one */
 RTG_TLS int in_cb;
-/* set while a counted call is being forwarded: nested calls not counted */
-RTG_TLS int in_counted;
 /* set while this thread is inside dlsym() resolving a real function */
 RTG_TLS int resolving;
 
@@ -78,11 +76,13 @@ static unsigned long long timed_count;    /* number of timed callbacks */
 static unsigned long long sum_ns;
 static unsigned long long max_ns;
 
+/* Count one call.  Calls the forwarded function makes itself through
+ * interposable symbols (fopen -> malloc, fclose -> free) are counted too:
+ * they happen on the audio thread just the same. */
 static inline int rtg_enter(int cat, const char *name)
 {
-    if (LIKELY(in_cb != 1) || in_counted)
+    if (LIKELY(in_cb != 1))
         return 0;
-    in_counted = 1;
     __atomic_fetch_add(&counts[cat], 1, RELAXED);
     if (__atomic_load_n(&first_name, RELAXED) == NULL) {
         const char *expected = NULL;
@@ -94,8 +94,7 @@ static inline int rtg_enter(int cat, const char *name)
 
 static inline void rtg_leave(int entered)
 {
-    if (entered)
-        in_counted = 0;
+    (void)entered;      /* hook kept for symmetry; nothing to undo */
 }
 
 /* ------------------------------------------------------------------ */

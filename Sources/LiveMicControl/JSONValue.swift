@@ -1,0 +1,54 @@
+import Foundation
+
+/// A parsed JSON value, strict about types (a number is never a boolean, and the reverse), so
+/// preset and control messages can report exactly which key is wrong.
+///
+/// Thread: any (value type).
+public enum JSONValue: Sendable, Equatable, Decodable {
+  case null
+  case bool(Bool)
+  case number(Double)
+  case string(String)
+  case array([JSONValue])
+  case object([String: JSONValue])
+
+  public init(from decoder: any Decoder) throws {
+    let c = try decoder.singleValueContainer()
+    if c.decodeNil() {
+      self = .null
+    } else if let b = try? c.decode(Bool.self) {
+      self = .bool(b)
+    } else if let n = try? c.decode(Double.self) {
+      self = .number(n)
+    } else if let s = try? c.decode(String.self) {
+      self = .string(s)
+    } else if let a = try? c.decode([JSONValue].self) {
+      self = .array(a)
+    } else {
+      self = .object(try c.decode([String: JSONValue].self))
+    }
+  }
+
+  /// Parses a document; the error's reason is one clause.
+  public static func parse(_ data: Data) throws(JSONParseError) -> JSONValue {
+    do {
+      return try JSONDecoder().decode(JSONValue.self, from: data)
+    } catch let DecodingError.dataCorrupted(context) {
+      let underlying = (context.underlyingError as NSError?)?.userInfo[NSDebugDescriptionErrorKey] as? String
+      throw JSONParseError(reason: (underlying ?? context.debugDescription).trimmingCharacters(in: CharacterSet(charactersIn: ". ")))
+    } catch {
+      throw JSONParseError(reason: "\(error)")
+    }
+  }
+
+  public var string: String? { if case .string(let s) = self { s } else { nil } }
+  public var bool: Bool? { if case .bool(let b) = self { b } else { nil } }
+  public var number: Double? { if case .number(let n) = self { n } else { nil } }
+  public var array: [JSONValue]? { if case .array(let a) = self { a } else { nil } }
+  public var object: [String: JSONValue]? { if case .object(let o) = self { o } else { nil } }
+}
+
+/// Why a JSON document did not parse.
+public struct JSONParseError: Error, Equatable {
+  public let reason: String
+}

@@ -1,0 +1,174 @@
+import DSP
+import Foundation
+
+/// A preset: a named chain of stages with their parameters, read from a JSON file.
+///
+/// Format (see README "Presets"):
+/// `{"name": "...", "description": "...", "volume": 0.3,
+///   "chain": [{"unit": "eq", "id": "eq", "bypass": false, "params": {"bass_db": 2}}, ...]}`
+/// Thread: any (value type).
+public struct Preset: Sendable, Equatable {
+  public var name: String
+  public var description: String
+  /// Output volume (0–1); sets `output.volume`.
+  public var volume: Float?
+  /// The stages in order. An `output` stage is appended when the chain has none.
+  public var chain: [StageDescription]
+  /// Where it was read from (nil for built-in values).
+  public var path: String?
+
+  public init(name: String, description: String, volume: Float?, chain: [StageDescription], path: String? = nil) {
+    self.name = name
+    self.description = description
+    self.volume = volume
+    self.chain = chain
+    self.path = path
+  }
+
+  /// The stages to build: the chain, with an `output` stage appended when missing and the
+  /// preset's volume applied to it.
+  public var stages: [StageDescription] {
+    var stages = chain
+    if !stages.contains(where: { $0.type == OutputVolume.typeName }) {
+      stages.append(StageDescription(id: OutputVolume.typeName, type: OutputVolume.typeName))
+    }
+    if let volume, let i = stages.lastIndex(where: { $0.type == OutputVolume.typeName }) {
+      stages[i].values["volume"] = volume
+    }
+    return stages
+  }
+}
+
+/// Why a preset could not be used. Each message is one sentence naming the file and key.
+public enum PresetError: Error, Equatable, CustomStringConvertible {
+  case notFound(name: String, searched: [String])
+  case unreadable(path: String, reason: String)
+  case invalid(path: String, key: String, reason: String)
+
+  public var description: String {
+    switch self {
+    case .notFound(let name, let searched):
+      return "no preset named '\(name)' (searched \(searched.joined(separator: ", ")); "
+        + "'livemic presets' lists them)"
+    case .unreadable(let path, let reason):
+      return "cannot read preset '\(path)': \(reason)"
+    case .invalid(let path, let key, let reason):
+      return "preset '\(path)', key '\(key)': \(reason)"
+    }
+  }
+}
+
+extension Preset {
+  /// Parses and validates a preset file's contents: every unit and parameter must exist.
+  public static func parse(_ data: Data, path: String) throws(PresetError) -> Preset {
+    let document: JSONValue
+    do {
+      document = try JSONValue.parse(data)
+    } catch {
+      throw .unreadable(path: path, reason: "it is not valid JSON (\(error.reason))")
+    }
+    guard let top = document.object else {
+      throw .invalid(path: path, key: "(top level)", reason: "expected a JSON object")
+    }
+    try checkKeys(top, allowed: ["name", "description", "volume", "chain"], prefix: "", path: path)
+    guard let name = top["name"]?.string, !name.isEmpty else {
+      throw .invalid(path: path, key: "name", reason: "expected a non-empty string")
+    }
+    var description = ""
+    if let d = top["description"] {
+      guard let text = d.string else {
+        throw .invalid(path: path, key: "description", reason: "expected a string")
+      }
+      description = text
+    }
+    var volume: Float?
+    if let v = top["volume"] {
+      guard let n = v.number, (0...1).contains(n) else {
+        throw .invalid(path: path, key: "volume", reason: "expected a number from 0 to 1")
+      }
+      volume = Float(n)
+    }
+    guard let entries = top["chain"]?.array else {
+      throw .invalid(path: path, key: "chain", reason: "expected an array of stages")
+    }
+    var chain: [StageDescription] = []
+    for (i, entry) in entries.enumerated() {
+      chain.append(try stage(entry, key: "chain[\(i)]", path: path))
+    }
+    let preset = Preset(name: name, description: description, volume: volume, chain: chain, path: path)
+    do {
+      try ChainAssembly.validate(preset.stages)
+    } catch {
+      throw .invalid(path: path, key: "chain", reason: error.description)
+    }
+    return preset
+  }
+
+  private static func checkKeys(
+    _ object: [String: JSONValue], allowed: [String], prefix: String, path: String
+  ) throws(PresetError) {
+    if let extra = object.keys.sorted().first(where: { !allowed.contains($0) }) {
+      throw .invalid(
+        path: path, key: prefix + extra,
+        reason: "unknown key (allowed: \(allowed.sorted().joined(separator: ", ")))")
+    }
+  }
+
+  private static func stage(_ entry: JSONValue, key: String, path: String) throws(PresetError)
+    -> StageDescription
+  {
+    guard let object = entry.object else {
+      throw .invalid(path: path, key: key, reason: "expected an object like {\"unit\": \"eq\"}")
+    }
+    try checkKeys(object, allowed: ["unit", "id", "bypass", "params"], prefix: key + ".", path: path)
+    let known = BuiltinUnits.typeNames.joined(separator: ", ")
+    guard let type = object["unit"]?.string else {
+      throw .invalid(path: path, key: "\(key).unit", reason: "expected a unit name (one of \(known))")
+    }
+    guard let unit = BuiltinUnits.type(named: type) else {
+      throw .invalid(path: path, key: "\(key).unit", reason: "unknown unit '\(type)' (known: \(known))")
+    }
+    var id = type
+    if let i = object["id"] {
+      guard let text = i.string else {
+        throw .invalid(path: path, key: "\(key).id", reason: "expected a string")
+      }
+      id = text
+    }
+    var bypassed = false
+    if let b = object["bypass"] {
+      guard let flag = b.bool else {
+        throw .invalid(path: path, key: "\(key).bypass", reason: "expected true or false")
+      }
+      bypassed = flag
+    }
+    var values: [String: Float] = [:]
+    if let p = object["params"] {
+      guard let params = p.object else {
+        throw .invalid(path: path, key: "\(key).params", reason: "expected an object of parameter values")
+      }
+      for (name, raw) in params.sorted(by: { $0.key < $1.key }) {
+        let paramKey = "\(key).params.\(name)"
+        guard let spec = unit.parameters.first(where: { $0.name == name }) else {
+          let names = unit.parameters.map(\.name).joined(separator: ", ")
+          throw .invalid(path: path, key: paramKey, reason: "unit '\(type)' has no parameter '\(name)' (it has: \(names))")
+        }
+        guard let value = raw.number.map(Float.init) ?? raw.bool.map({ $0 ? 1 : 0 }) else {
+          throw .invalid(path: path, key: paramKey, reason: "expected a number")
+        }
+        guard value >= spec.minimum && value <= spec.maximum else {
+          throw .invalid(
+            path: path, key: paramKey,
+            reason: "\(format(value)) is outside the range \(format(spec.minimum)) to \(format(spec.maximum))")
+        }
+        values[name] = value
+      }
+    }
+    return StageDescription(id: id, type: type, values: values, bypassed: bypassed)
+  }
+}
+
+/// Formats a parameter value without needless decimals (`80`, `0.3`).
+func format(_ value: Float) -> String {
+  value == value.rounded() && abs(value) < 1e7 ? String(Int(value)) : String(value)
+}

@@ -1,0 +1,46 @@
+import CJack
+
+// The C callbacks JACK calls. Each reaches its object through an `Unmanaged` context pointer
+// and does only what its thread allows.
+
+/// The JACK process callback.
+/// - Realtime: safe
+func livemicProcess(frames: jack_nframes_t, context: UnsafeMutableRawPointer?) -> Int32 {
+  guard let context else { return 0 }
+  return Unmanaged<ProcessState>.fromOpaque(context).takeUnretainedValue().process(frames: frames)
+}
+
+/// Server shutdown: set a flag and wake the supervisor; nothing else is allowed here.
+func livemicShutdown(code: jack_status_t, reason: UnsafePointer<CChar>?, context: UnsafeMutableRawPointer?) {
+  guard let context else { return }
+  let events = Unmanaged<EngineEvents>.fromOpaque(context).takeUnretainedValue()
+  events.serverLost.store(true, ordering: .releasing)
+  events.wake.signal()
+}
+
+/// Xrun: count it and keep the delay JACK measured.
+func livemicXrun(context: UnsafeMutableRawPointer?) -> Int32 {
+  guard let context else { return 0 }
+  let events = Unmanaged<EngineEvents>.fromOpaque(context).takeUnretainedValue()
+  events.xruns.add(1, ordering: .relaxed)
+  events.wake.signal()
+  return 0
+}
+
+/// Buffer size change. The chain works in fixed sub-blocks, so nothing needs re-preparing.
+func livemicBufferSize(frames: jack_nframes_t, context: UnsafeMutableRawPointer?) -> Int32 {
+  guard let context else { return 0 }
+  let events = Unmanaged<EngineEvents>.fromOpaque(context).takeUnretainedValue()
+  events.bufferFrames.store(frames, ordering: .relaxed)
+  events.wake.signal()
+  return 0
+}
+
+/// Sample-rate change: recorded for the supervisor.
+func livemicSampleRate(rate: jack_nframes_t, context: UnsafeMutableRawPointer?) -> Int32 {
+  guard let context else { return 0 }
+  let events = Unmanaged<EngineEvents>.fromOpaque(context).takeUnretainedValue()
+  events.sampleRate.store(rate, ordering: .relaxed)
+  events.wake.signal()
+  return 0
+}

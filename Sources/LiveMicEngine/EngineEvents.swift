@@ -1,0 +1,25 @@
+import Dispatch
+import Synchronization
+
+/// What JACK's non-process callbacks report to the supervisor: they only store atomics and
+/// signal `wake` (async-signal-safe work, as the JACK API requires for shutdown).
+///
+/// Thread: written by libjack's threads, read by the supervisor.
+public final class EngineEvents: @unchecked Sendable {
+  /// Signalled whenever something below changes.
+  public let wake = DispatchSemaphore(value: 0)
+  /// Set once the server has shut the client down.
+  public let serverLost = Atomic<Bool>(false)
+  /// Xruns counted since the client opened.
+  public let xruns = Atomic<UInt64>(0)
+  /// The delay of the latest xrun in microseconds, as Float bits.
+  public let lastXrunMicrosecondsBits = Atomic<UInt32>(0)
+  /// The server's buffer size, updated by the buffer-size callback.
+  public let bufferFrames = Atomic<UInt32>(0)
+  /// The server's sample rate, updated by the sample-rate callback.
+  public let sampleRate = Atomic<UInt32>(0)
+  /// Latency the chain adds, in frames, reported to JACK by the latency callback.
+  public let chainLatencyFrames = Atomic<UInt32>(0)
+
+  public init() {}
+}

@@ -1,0 +1,191 @@
+import CJack
+import DSP
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// LiveMic's JACK client: opens it, registers the ports, installs the callbacks, activates,
+/// connects and closes. None of this runs on the audio thread.
+///
+/// Thread: the thread that created it (the supervisor), except the latency callback, which
+/// libjack calls on its own non-real-time thread.
+public final class JackClient: @unchecked Sendable {
+  let handle: OpaquePointer
+  /// The name JACK gave the client (it may differ from the one asked for).
+  public let name: String
+  /// The server's name as asked for (nil: libjack's default).
+  public let serverName: String?
+  /// Sample rate at open.
+  public let sampleRate: Double
+  /// Buffer size at open, in frames.
+  public let bufferFrames: Int
+  /// What the callbacks report.
+  public let events = EngineEvents()
+  private(set) var inputPorts: [OpaquePointer] = []
+  private(set) var outputPorts: [OpaquePointer] = []
+  /// The audio thread's state, once started.
+  public private(set) var state: ProcessState?
+  private var active = false
+
+  /// Opens a client on a running server (never starts one).
+  public init(name: String, server: String?) throws(EngineError) {
+    var status = jack_status_t(rawValue: 0)
+    guard let h = livemic_client_open(name, JackNoStartServer, server, &status) else {
+      throw .serverUnavailable(server: server ?? Self.defaultServerName, status: status.rawValue)
+    }
+    handle = h
+    self.name = String(cString: jack_get_client_name(h))
+    serverName = server
+    sampleRate = Double(jack_get_sample_rate(h))
+    bufferFrames = Int(jack_get_buffer_size(h))
+    events.sampleRate.store(UInt32(sampleRate), ordering: .relaxed)
+    events.bufferFrames.store(UInt32(bufferFrames), ordering: .relaxed)
+  }
+
+  deinit { close() }
+
+  /// The server name libjack uses when none is given.
+  public static var defaultServerName: String {
+    getenv("JACK_DEFAULT_SERVER").map { String(cString: $0) } ?? "default"
+  }
+
+  /// Registers `in_1`(, `in_2`), `out_1`, `out_2` with readable pretty-names.
+  public func registerPorts(inputCount: Int) throws(EngineError) {
+    for i in 1...inputCount {
+      inputPorts.append(
+        try register("in_\(i)", flags: JackPortIsInput, pretty: "LiveMic input \(i)"))
+    }
+    for (i, side) in [(1, "left"), (2, "right")] {
+      outputPorts.append(
+        try register("out_\(i)", flags: JackPortIsOutput, pretty: "LiveMic output \(i) (\(side))"))
+    }
+  }
+
+  private func register(_ short: String, flags: JackPortFlags, pretty: String) throws(EngineError)
+    -> OpaquePointer
+  {
+    guard
+      let port = jack_port_register(
+        handle, short, "32 bit float mono audio", UInt(flags.rawValue), 0)
+    else { throw .portRegistration("\(name):\(short)") }
+    _ = jack_set_property(
+      handle, jack_port_uuid(port), livemic_pretty_name_key(), pretty, "text/plain")
+    return port
+  }
+
+  /// Installs the callbacks with `chain` (prepared and warmed at `sampleRate`) and activates.
+  public func start(chain: VoiceChain) throws(EngineError) -> ProcessState {
+    let state = ProcessState(
+      inputs: inputPorts, outputs: outputPorts, chain: chain, sampleRate: sampleRate)
+    self.state = state
+    events.chainLatencyFrames.store(UInt32(chain.latencyFrames), ordering: .relaxed)
+    let stateContext = Unmanaged.passUnretained(state).toOpaque()
+    let eventsContext = Unmanaged.passUnretained(events).toOpaque()
+    let selfContext = Unmanaged.passUnretained(self).toOpaque()
+    jack_set_process_callback(handle, { livemicProcess(frames: $0, context: $1) }, stateContext)
+    jack_on_info_shutdown(
+      handle, { livemicShutdown(code: $0, reason: $1, context: $2) }, eventsContext)
+    jack_set_xrun_callback(handle, { livemicXrun(context: $0) }, eventsContext)
+    jack_set_buffer_size_callback(
+      handle, { livemicBufferSize(frames: $0, context: $1) }, eventsContext)
+    jack_set_sample_rate_callback(
+      handle, { livemicSampleRate(rate: $0, context: $1) }, eventsContext)
+    jack_set_latency_callback(
+      handle,
+      { mode, context in
+        guard let context else { return }
+        Unmanaged<JackClient>.fromOpaque(context).takeUnretainedValue().updateLatency(mode: mode)
+      }, selfContext)
+    guard jack_activate(handle) == 0 else { throw .activation }
+    active = true
+    return state
+  }
+
+  /// Propagates latency through the client: whatever reaches the inputs plus the chain's
+  /// latency leaves the outputs (and the reverse for playback latency).
+  private func updateLatency(mode: jack_latency_callback_mode_t) {
+    let added = jack_nframes_t(events.chainLatencyFrames.load(ordering: .relaxed))
+    let (from, to) = mode == JackCaptureLatency ? (inputPorts, outputPorts) : (outputPorts, inputPorts)
+    var range = jack_latency_range_t(min: UInt32.max, max: 0)
+    for port in from {
+      var r = jack_latency_range_t()
+      jack_port_get_latency_range(port, mode, &r)
+      range.min = min(range.min, r.min)
+      range.max = max(range.max, r.max)
+    }
+    if range.min == UInt32.max { range.min = 0 }
+    range.min += added
+    range.max += added
+    for port in to { jack_port_set_latency_range(port, mode, &range) }
+  }
+
+  /// The full names of this client's ports (`livemic:in_1`, …).
+  public var inputPortNames: [String] { inputPorts.map { String(cString: jack_port_name($0)) } }
+  public var outputPortNames: [String] { outputPorts.map { String(cString: jack_port_name($0)) } }
+
+  /// Physical ports: capture ports (`JackPortIsOutput`) or playback ports (`JackPortIsInput`).
+  public func physicalPorts(capture: Bool) -> [String] {
+    let flags = JackPortIsPhysical.rawValue | (capture ? JackPortIsOutput : JackPortIsInput).rawValue
+    guard let list = jack_get_ports(handle, nil, "32 bit float mono audio", UInt(flags)) else {
+      return []
+    }
+    defer { jack_free(UnsafeMutableRawPointer(mutating: list)) }
+    var names: [String] = []
+    var i = 0
+    while let p = list[i] {
+      names.append(String(cString: p))
+      i += 1
+    }
+    return names
+  }
+
+  /// Connects `source` to `destination` (full port names); an existing connection is fine.
+  public func connect(_ source: String, _ destination: String) throws(EngineError) {
+    guard jack_port_by_name(handle, source) != nil else { throw .noSuchPort(source) }
+    guard jack_port_by_name(handle, destination) != nil else { throw .noSuchPort(destination) }
+    let code = jack_connect(handle, source, destination)
+    guard code == 0 || code == EEXIST else {
+      throw .connection(from: source, to: destination, code: code)
+    }
+  }
+
+  /// The ports connected to `port` (full names).
+  public func connections(of port: String) -> [String] {
+    guard let p = jack_port_by_name(handle, port), let list = jack_port_get_all_connections(handle, p)
+    else { return [] }
+    defer { jack_free(UnsafeMutableRawPointer(mutating: list)) }
+    var names: [String] = []
+    var i = 0
+    while let c = list[i] {
+      names.append(String(cString: c))
+      i += 1
+    }
+    return names
+  }
+
+  /// A port's latency range for `capture` (true) or playback latency.
+  public func latencyRange(of port: String, capture: Bool) -> ClosedRange<Int> {
+    guard let p = jack_port_by_name(handle, port) else { return 0...0 }
+    var r = jack_latency_range_t()
+    jack_port_get_latency_range(p, capture ? JackCaptureLatency : JackPlaybackLatency, &r)
+    return Int(r.min)...Int(max(r.min, r.max))
+  }
+
+  /// Deactivates (the process callback stops being called).
+  public func deactivate() {
+    if active {
+      jack_deactivate(handle)
+      active = false
+    }
+  }
+
+  private var closed = false
+  /// Deactivates and closes the client. Safe to call twice; also right after a server loss.
+  public func close() {
+    guard !closed else { return }
+    closed = true
+    if !events.serverLost.load(ordering: .acquiring) { deactivate() }
+    jack_client_close(handle)
+  }
+}

@@ -1,0 +1,124 @@
+import CJack
+import DSP
+import Synchronization
+
+/// Everything the audio thread touches, in one place.
+///
+/// Created and wired off the audio thread before activation; `process` is the only method the
+/// JACK process callback calls. Control reaches it through atomics only.
+/// Thread: `process` on the audio thread; the atomics from anywhere.
+public final class ProcessState: @unchecked Sendable {
+  // Ports, registered before activation and never changed while active.
+  let inputs: [OpaquePointer]
+  let outputs: [OpaquePointer]
+  private let input1: OpaquePointer
+  private let input2: OpaquePointer?
+  private let output1: OpaquePointer
+  private let output2: OpaquePointer
+
+  /// The chain the audio thread runs, swapped atomically.
+  public let slot: ChainSlot
+  /// The start-quiet / stop / mute ramp at the very end of the chain.
+  public let ramp: OutputRamp
+
+  /// Cycles run (audio thread writes, anyone reads).
+  public let cycles = Atomic<UInt64>(0)
+  /// Latest buffer size seen by the audio thread.
+  public let lastFrames = Atomic<UInt32>(0)
+  /// Peak absolute output sample of the last cycle, as Float bits (for meters and tests).
+  public let outputPeakBits = Atomic<UInt32>(0)
+
+  init(inputs: [OpaquePointer], outputs: [OpaquePointer], chain: VoiceChain, sampleRate: Double) {
+    precondition(!inputs.isEmpty && outputs.count == 2)
+    self.inputs = inputs
+    self.outputs = outputs
+    input1 = inputs[0]
+    input2 = inputs.count > 1 ? inputs[1] : nil
+    output1 = outputs[0]
+    output2 = outputs[1]
+    slot = ChainSlot(chain)
+    ramp = OutputRamp(sampleRate: sampleRate)
+  }
+
+  /// One JACK cycle: copy input to the output buffers (a mono input feeds both channels), run
+  /// the chain in place there, apply the output ramp.
+  /// - Realtime: safe
+  @inline(__always)
+  func process(frames: jack_nframes_t) -> Int32 {
+    let n = Int(frames)
+    guard let in1 = jack_port_get_buffer(input1, frames),
+      let out1 = jack_port_get_buffer(output1, frames),
+      let out2 = jack_port_get_buffer(output2, frames)
+    else { return 0 }
+    let inL = in1.assumingMemoryBound(to: Float.self)
+    let inR = input2.flatMap { jack_port_get_buffer($0, frames) }?.assumingMemoryBound(to: Float.self) ?? inL
+    let left = out1.assumingMemoryBound(to: Float.self)
+    let right = out2.assumingMemoryBound(to: Float.self)
+    left.update(from: inL, count: n)
+    right.update(from: inR, count: n)
+    slot.current().process(left: left, right: right, frames: n)
+    ramp.apply(left: left, right: right, frames: n)
+    var peak: Float = 0
+    for f in 0..<n { peak = max(peak, abs(left[f]), abs(right[f])) }
+    outputPeakBits.store(peak.bitPattern, ordering: .relaxed)
+    lastFrames.store(frames, ordering: .relaxed)
+    cycles.add(1, ordering: .relaxed)
+    slot.cycleFinished()
+    return 0
+  }
+}
+
+/// The gain at the very end of the chain that makes LiveMic start quiet, stop without a click
+/// and mute: it moves towards 1 (running) or 0 (stopping, muted) along a squared ramp.
+///
+/// Thread: `apply` on the audio thread; `fadeIn`, `fadeOut`, `isSilent`, `isFullyOpen` anywhere.
+public final class OutputRamp: @unchecked Sendable {
+  /// Length of the fade-in whenever audio starts.
+  public static let fadeInSeconds: Double = 1.0
+  /// Length of the fade-out on stop or mute.
+  public static let fadeOutSeconds: Double = 0.05
+
+  private let target = Atomic<UInt32>(1)
+  private let positionBits = Atomic<UInt32>(0)
+  private var position: Float = 0
+  private let upStep: Float
+  private let downStep: Float
+
+  init(sampleRate: Double) {
+    upStep = Float(1 / (Self.fadeInSeconds * sampleRate))
+    downStep = Float(1 / (Self.fadeOutSeconds * sampleRate))
+  }
+
+  /// Ramps up from silence to full level (over `fadeInSeconds`).
+  public func fadeIn() { target.store(1, ordering: .relaxed) }
+  /// Ramps down to silence (over `fadeOutSeconds`).
+  public func fadeOut() { target.store(0, ordering: .relaxed) }
+  /// True once the ramp has reached silence.
+  public var isSilent: Bool { Float(bitPattern: positionBits.load(ordering: .relaxed)) == 0 }
+  /// True once the ramp has reached full level (the output is the chain's, untouched).
+  public var isFullyOpen: Bool { Float(bitPattern: positionBits.load(ordering: .relaxed)) == 1 }
+
+  /// - Realtime: safe
+  @inline(__always)
+  func apply(left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>, frames: Int) {
+    let goal: Float = target.load(ordering: .relaxed) == 1 ? 1 : 0
+    var p = position
+    if p == goal {
+      if goal == 0 {
+        left.update(repeating: 0, count: frames)
+        right.update(repeating: 0, count: frames)
+      }
+      return
+    }
+    let step = goal > p ? upStep : -downStep
+    for f in 0..<frames {
+      p = min(max(p + step, 0), 1)
+      let g = p * p
+      let (l, r) = (left[f], right[f])
+      left[f] = l * g
+      right[f] = r * g
+    }
+    position = p
+    positionBits.store(p.bitPattern, ordering: .relaxed)
+  }
+}

@@ -1,0 +1,151 @@
+import LiveMicControl
+
+/// A command-line mistake; the message is one sentence, printed with a pointer to --help.
+struct UsageError: Error {
+  let message: String
+}
+
+/// The parsed command line.
+enum Command {
+  case run(RunOptions)
+  case render(RenderOptions)
+  case presets(show: String?)
+  case params(markdown: Bool)
+  case bench(BenchOptions)
+  case help(String?)
+  case version
+}
+
+/// Reads options one by one; knows `--opt value`, `--opt=value` and `-o value`.
+struct ArgumentReader {
+  private var args: [String]
+  private(set) var positional: [String] = []
+
+  init(_ args: [String]) { self.args = args }
+
+  /// The next option (`-x`/`--xyz`), or nil at the end; positional words are collected.
+  mutating func nextOption() -> String? {
+    while let a = args.first {
+      args.removeFirst()
+      if a == "--" {
+        positional += args
+        args = []
+        return nil
+      }
+      if a.hasPrefix("--"), let eq = a.firstIndex(of: "=") {
+        args.insert(String(a[a.index(after: eq)...]), at: 0)
+        return String(a[..<eq])
+      }
+      if a.hasPrefix("-") && a.count > 1 && Double(a) == nil { return a }
+      positional.append(a)
+    }
+    return nil
+  }
+
+  mutating func value(for option: String) throws(UsageError) -> String {
+    guard let v = args.first else { throw UsageError(message: "\(option) needs a value") }
+    args.removeFirst()
+    return v
+  }
+
+  mutating func int(for option: String, in range: ClosedRange<Int>) throws(UsageError) -> Int {
+    let text = try value(for: option)
+    guard let n = Int(text), range.contains(n) else {
+      throw UsageError(message: "\(option) takes a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
+    }
+    return n
+  }
+
+  mutating func override(for option: String) throws(UsageError) -> ParameterOverride {
+    let text = try value(for: option)
+    do { return try ParameterOverride(parsing: text) } catch {
+      throw UsageError(message: error.description)
+    }
+  }
+}
+
+func portList(_ text: String) -> [String] {
+  text.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+}
+
+func parseCommandLine(_ arguments: [String]) throws(UsageError) -> Command {
+  var words = arguments
+  let subcommands = ["run", "render", "presets", "params", "bench", "help"]
+  let sub = words.first.flatMap { subcommands.contains($0) ? $0 : nil } ?? "run"
+  if words.first == sub { words.removeFirst() }
+  var reader = ArgumentReader(words)
+  switch sub {
+  case "help":
+    return .help(words.first)
+  case "presets":
+    while let o = reader.nextOption() {
+      if o == "-h" || o == "--help" { return .help("presets") }
+      throw UsageError(message: "unknown option '\(o)' for 'livemic presets'")
+    }
+    if reader.positional.isEmpty { return .presets(show: nil) }
+    guard reader.positional.count == 2, reader.positional[0] == "show" else {
+      throw UsageError(message: "use 'livemic presets' or 'livemic presets show NAME'")
+    }
+    return .presets(show: reader.positional[1])
+  case "params":
+    var markdown = false
+    while let o = reader.nextOption() {
+      switch o {
+      case "--markdown": markdown = true
+      case "-h", "--help": return .help("params")
+      default: throw UsageError(message: "unknown option '\(o)' for 'livemic params'")
+      }
+    }
+    return .params(markdown: markdown)
+  case "bench":
+    var options = BenchOptions()
+    while let o = reader.nextOption() {
+      switch o {
+      case "--seconds": options.seconds = try reader.int(for: o, in: 1...3600)
+      case "--no-sox": options.compareWithSox = false
+      case "-h", "--help": return .help("bench")
+      default: throw UsageError(message: "unknown option '\(o)' for 'livemic bench'")
+      }
+    }
+    return .bench(options)
+  case "render":
+    var options = RenderOptions()
+    while let o = reader.nextOption() {
+      switch o {
+      case "-p", "--preset": options.preset = try reader.value(for: o)
+      case "-c", "--set": options.overrides.append(try reader.override(for: o))
+      case "--frames": options.blockFrames = try reader.int(for: o, in: 1...65536)
+      case "-h", "--help": return .help("render")
+      default: throw UsageError(message: "unknown option '\(o)' for 'livemic render'")
+      }
+    }
+    guard reader.positional.count == 2 else {
+      throw UsageError(message: "'livemic render' needs an input and an output file (IN OUT)")
+    }
+    options.inputPath = reader.positional[0]
+    options.outputPath = reader.positional[1]
+    return .render(options)
+  default:
+    var options = RunOptions()
+    while let o = reader.nextOption() {
+      switch o {
+      case "-n", "--name": options.clientName = try reader.value(for: o)
+      case "-s", "--server": options.serverName = try reader.value(for: o)
+      case "-p", "--preset": options.preset = try reader.value(for: o)
+      case "-c", "--set": options.overrides.append(try reader.override(for: o))
+      case "-i", "--inputs": options.inputCount = try reader.int(for: o, in: 1...2)
+      case "--connect-in": options.connectIn = portList(try reader.value(for: o))
+      case "--connect-out": options.connectOut = portList(try reader.value(for: o))
+      case "--no-connect": options.noConnect = true
+      case "-h", "--help": return .help("run")
+      case "--version": return .version
+      default: throw UsageError(message: "unknown option '\(o)'")
+      }
+    }
+    if let extra = reader.positional.first {
+      throw UsageError(message: "unexpected argument '\(extra)' (commands: run, render, presets, params, bench)")
+    }
+    if options.clientName.isEmpty { throw UsageError(message: "--name must not be empty") }
+    return .run(options)
+  }
+}

@@ -1,0 +1,83 @@
+let version = "0.1.0"
+
+let mainHelp = """
+  livemic \(version) — a live voice chain for JACK: microphone in, voice DSP, speakers out.
+
+  USAGE
+    livemic [run] [OPTIONS]              run live on a JACK server (the default command)
+    livemic render [OPTIONS] IN OUT      run the same chain over an audio file
+    livemic presets [show NAME]          list presets, or print one
+    livemic params [--markdown]          list every parameter with range and default
+    livemic bench [--seconds N]          measure the chain's speed against sox
+
+  RUN OPTIONS
+    -n, --name NAME          JACK client name (default: livemic)
+    -s, --server NAME        JACK server name (default: $JACK_DEFAULT_SERVER or 'default')
+    -p, --preset NAME|PATH   preset to load (default: voice)
+    -c, --set KEY=VALUE      set one parameter after the preset (repeatable), e.g. eq.bass_db=3
+    -i, --inputs 1|2         input channels (default 1: a mono input feeds both outputs)
+        --connect-in PORT[,PORT]    capture ports to connect to in_1[, in_2]
+                                    (default: the first physical capture port(s))
+        --connect-out PORT[,PORT]   playback ports to connect out_1, out_2 to
+                                    (default: the first two physical playback ports)
+        --no-connect         register the ports and connect nothing
+    -h, --help               this help
+        --version            print the version
+
+  Ports: in_1 (in_2), out_1, out_2. Output starts quiet and ramps up over 1 s; SIGINT or
+  SIGTERM ramps it down and exits cleanly.
+
+  EXAMPLES
+    livemic                                   voice preset, system capture → system playback
+    livemic -p karaoke -c echo.mix=0.4        karaoke with more echo
+    livemic -p hearing -c output.volume=0.15  hearing assistance, quieter
+    livemic -s studio -n vox -i 2 --connect-in system:capture_1,system:capture_2
+    livemic --no-connect                      then patch it in qjackctl
+    livemic render -p podcast take1.wav take1-processed.flac
+  """
+
+let renderHelp = """
+  USAGE: livemic render [-p PRESET] [-c KEY=VALUE]... [--frames N] IN OUT
+
+  Runs the live chain's very code over IN (any format libsndfile reads: WAV, FLAC, OGG, AIFF…)
+  at IN's sample rate, in blocks of N frames (default 256), and writes OUT in the format its
+  extension names (.wav/.aiff/.caf: 32-bit float, .flac: 24-bit, .ogg: Vorbis). The output is
+  always stereo. There is no start ramp offline.
+
+  EXAMPLE
+    livemic render -p voice -c eq.treble_db=3 in.wav out.wav
+  """
+
+let presetsHelp = """
+  USAGE: livemic presets            list presets with their descriptions
+         livemic presets show NAME  print a preset's chain and every value it runs with
+
+  Presets are searched in $XDG_CONFIG_HOME/livemic/presets (~/.config/livemic/presets), then
+  $LIVEMIC_PRESETS_DIR, then the installed presets/ folder. -p also takes a path.
+  """
+
+let paramsHelp = """
+  USAGE: livemic params [--markdown]
+
+  Lists every built-in parameter key (STAGE.PARAMETER) with its range, default and unit.
+  --markdown prints docs/parameters.md.
+  """
+
+let benchHelp = """
+  USAGE: livemic bench [--seconds N] [--no-sox]
+
+  Processes N seconds (default 60) of stereo 48 kHz audio through each unit and the whole
+  voice chain and prints ns per sample and the real-time factor; then times sox running the
+  equivalent chain (highpass, bass, treble, compand, reverb, gain) on the same audio, in the
+  same run, and prints the ratio.
+  """
+
+func help(for topic: String?) -> String {
+  switch topic {
+  case "render": return renderHelp
+  case "presets": return presetsHelp
+  case "params": return paramsHelp
+  case "bench": return benchHelp
+  default: return mainHelp
+  }
+}
