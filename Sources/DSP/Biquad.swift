@@ -83,42 +83,110 @@ public struct BiquadCoefficients: Sendable, Equatable {
   }
 }
 
-/// A stereo biquad (transposed direct form II) with denormal-flushed state.
+/// A stereo biquad (direct form I) with denormal-flushed state.
+///
+/// Direct form I keeps the past inputs and outputs as its state, which do not depend on the
+/// coefficients, so coefficient updates (every sub-block while a parameter is smoothed) join the
+/// old and new filters without clicks. (Transposed direct form II keeps coefficient-weighted
+/// sums, which each update left inconsistent with the new coefficients: a 0.25 sine at 100 Hz
+/// through a +20 dB treble shelf smoothed down to -20 dB stepped by up to 0.11, 34 times the
+/// sine's own largest step.)
+///
+/// Speed: both channels run together as one `SIMD2` (left, right), and the sum is ordered
+/// `b0·x + b1·x1 + b2·x2 − a2·y2 − a1·y1`, so the chain from one output to the next is one
+/// multiply and one subtraction. Cascades of two or three sections run in one loop, where their
+/// chains overlap.
 ///
 /// Thread: the thread that owns it.
 public struct StereoBiquad {
   public var coefficients = BiquadCoefficients()
-  private var l1: Float = 0, l2: Float = 0, r1: Float = 0, r2: Float = 0
+  private var lx1: Float = 0, lx2: Float = 0, ly1: Float = 0, ly2: Float = 0
+  private var rx1: Float = 0, rx2: Float = 0, ry1: Float = 0, ry2: Float = 0
 
   public init() {}
 
   /// - Realtime: safe
-  public mutating func reset() { (l1, l2, r1, r2) = (0, 0, 0, 0) }
+  public mutating func reset() {
+    (lx1, lx2, ly1, ly2) = (0, 0, 0, 0)
+    (rx1, rx2, ry1, ry2) = (0, 0, 0, 0)
+  }
 
   /// Filters one block in place.
   /// - Realtime: safe
   @inline(__always)
   public mutating func process(_ block: StereoBlock) {
-    let c = coefficients
-    var (z1, z2) = (l1, l2)
+    var a = Section(self)
     for f in 0..<block.frames {
-      let x = block.left[f]
-      let y = c.b0 * x + z1
-      z1 = c.b1 * x - c.a1 * y + z2
-      z2 = c.b2 * x - c.a2 * y
-      block.left[f] = y
+      // Both channels are read before either is written (see `applyRampedGain`).
+      let y = a.step(SIMD2(block.left[f], block.right[f]))
+      block.left[f] = y.x
+      block.right[f] = y.y
     }
-    l1 = DSPMath.flush(z1)
-    l2 = DSPMath.flush(z2)
-    (z1, z2) = (r1, r2)
+    a.store(into: &self)
+  }
+
+  /// Filters one block in place through `first`, then `second`.
+  /// - Realtime: safe
+  @inline(__always)
+  public static func process(_ first: inout StereoBiquad, _ second: inout StereoBiquad, _ block: StereoBlock) {
+    var (a, b) = (Section(first), Section(second))
     for f in 0..<block.frames {
-      let x = block.right[f]
-      let y = c.b0 * x + z1
-      z1 = c.b1 * x - c.a1 * y + z2
-      z2 = c.b2 * x - c.a2 * y
-      block.right[f] = y
+      let y = b.step(a.step(SIMD2(block.left[f], block.right[f])))
+      block.left[f] = y.x
+      block.right[f] = y.y
     }
-    r1 = DSPMath.flush(z1)
-    r2 = DSPMath.flush(z2)
+    a.store(into: &first)
+    b.store(into: &second)
+  }
+
+  /// Filters one block in place through `first`, `second`, then `third`.
+  /// - Realtime: safe
+  @inline(__always)
+  public static func process(
+    _ first: inout StereoBiquad, _ second: inout StereoBiquad, _ third: inout StereoBiquad,
+    _ block: StereoBlock
+  ) {
+    var (a, b, c) = (Section(first), Section(second), Section(third))
+    for f in 0..<block.frames {
+      let y = c.step(b.step(a.step(SIMD2(block.left[f], block.right[f]))))
+      block.left[f] = y.x
+      block.right[f] = y.y
+    }
+    a.store(into: &first)
+    b.store(into: &second)
+    c.store(into: &third)
+  }
+
+  /// One section's coefficients and state as (left, right) vectors, for the length of a block.
+  private struct Section {
+    let b0, b1, b2, a1, a2: SIMD2<Float>
+    var x1, x2, y1, y2: SIMD2<Float>
+
+    @inline(__always)
+    init(_ q: StereoBiquad) {
+      let c = q.coefficients
+      (b0, b1, b2) = (SIMD2(repeating: c.b0), SIMD2(repeating: c.b1), SIMD2(repeating: c.b2))
+      (a1, a2) = (SIMD2(repeating: c.a1), SIMD2(repeating: c.a2))
+      (x1, x2) = (SIMD2(q.lx1, q.rx1), SIMD2(q.lx2, q.rx2))
+      (y1, y2) = (SIMD2(q.ly1, q.ry1), SIMD2(q.ly2, q.ry2))
+    }
+
+    /// - Realtime: safe
+    @inline(__always)
+    mutating func step(_ x: SIMD2<Float>) -> SIMD2<Float> {
+      let y = b0 * x + b1 * x1 + b2 * x2 - a2 * y2 - a1 * y1
+      (x2, x1, y2, y1) = (x1, x, y1, y)
+      return y
+    }
+
+    /// Writes the state back, flushed.
+    /// - Realtime: safe
+    @inline(__always)
+    func store(into q: inout StereoBiquad) {
+      (q.lx1, q.lx2) = (DSPMath.flush(x1.x), DSPMath.flush(x2.x))
+      (q.ly1, q.ly2) = (DSPMath.flush(y1.x), DSPMath.flush(y2.x))
+      (q.rx1, q.rx2) = (DSPMath.flush(x1.y), DSPMath.flush(x2.y))
+      (q.ry1, q.ry2) = (DSPMath.flush(y1.y), DSPMath.flush(y2.y))
+    }
   }
 }

@@ -2,30 +2,51 @@
   import Glibc
 #endif
 
+/// The audio-thread entry point of a built-in stage, as a non-generic class: a chain calls it
+/// through an unretained reference, where a call through `any ChainStage` would retain and
+/// release the stage around every sub-block.
+///
+/// Thread: the audio thread.
+public class UnitStageBase {
+  /// Processes one sub-block in place (`UnitStage` overrides it).
+  /// - Realtime: safe
+  public func process(_ block: StereoBlock, targets: ParameterTargets) {}
+}
+
 /// A built-in unit in a chain: owns its smoothed parameter values and bypass crossfade.
 ///
 /// Smoothing: each continuous parameter moves towards its target by a fraction
 /// `1 - exp(-subBlockFrames / (smoothingMilliseconds * sampleRate / 1000))` of the remaining
-/// distance once per sub-block, and snaps to the target once within 1e-6 of it (so a settled
-/// value is exact). Bypass crossfades linearly over `bypassFadeMilliseconds`.
+/// distance once per sub-block, and snaps to the target once within 1e-6 of it or once a step
+/// would no longer change its Float value (so a settled value is exact). Bypass crossfades
+/// linearly over `bypassFadeMilliseconds`.
+///
+/// Everything the audio thread touches lives behind pointers allocated here (the unit itself
+/// included): a stored `var` of a class would cost a dynamic exclusivity check on every
+/// sub-block, and a chain builds this class from a metatype, so it is never specialized.
 /// Thread: prepared off the audio thread; processed on it.
-public final class UnitStage<Unit: VoiceUnit>: ChainStage {
+public final class UnitStage<Unit: VoiceUnit>: UnitStageBase, ChainStage {
   public let id: String
   /// Index of this stage's first parameter in the chain's `ParameterTargets`; the stage's
   /// `bypass` parameter follows its unit's parameters.
   public let firstParameter: Int
-  private var unit = Unit()
+  private let unit: UnsafeMutablePointer<Unit>
   private let parameterCount: Int
   /// 1 where the parameter is continuous (smoothed), 0 where it applies at once.
   private let smoothed: UnsafeMutablePointer<Bool>
   private let previous: UnsafeMutablePointer<Float>
   private let current: UnsafeMutablePointer<Float>
-  private var smoothing: Float = 1
-  private var bypassMix: Float = 0
-  private var bypassStep: Float = 1
+  private let fade: UnsafeMutablePointer<Fade>
   private let dryLeft: UnsafeMutablePointer<Float>
   private let dryRight: UnsafeMutablePointer<Float>
   private let dryCapacity: Int
+
+  /// The smoothing coefficient and the bypass crossfade's position (1 = bypassed) and step.
+  private struct Fade {
+    var smoothing: Float = 1
+    var mix: Float = 0
+    var step: Float = 1
+  }
 
   /// Time constant of parameter smoothing.
   public static var smoothingMilliseconds: Float { 20 }
@@ -39,6 +60,8 @@ public final class UnitStage<Unit: VoiceUnit>: ChainStage {
     let specs = Unit.parameters
     parameterCount = specs.count
     let n = specs.count + 1
+    unit = .allocate(capacity: 1)
+    unit.initialize(to: Unit())
     previous = .allocate(capacity: n)
     current = .allocate(capacity: n)
     smoothed = .allocate(capacity: n)
@@ -48,80 +71,96 @@ public final class UnitStage<Unit: VoiceUnit>: ChainStage {
       current[i] = v
       smoothed[i] = i < specs.count && specs[i].kind == .continuous
     }
-    bypassMix = current[specs.count] >= 0.5 ? 1 : 0
+    fade = .allocate(capacity: 1)
+    fade.initialize(to: Fade(mix: current[specs.count] >= 0.5 ? 1 : 0))
     dryCapacity = maxFrames
     dryLeft = .allocate(capacity: maxFrames)
     dryRight = .allocate(capacity: maxFrames)
   }
 
   deinit {
+    unit.deinitialize(count: 1)
+    unit.deallocate()
     previous.deallocate()
     current.deallocate()
     smoothed.deallocate()
+    fade.deallocate()
     dryLeft.deallocate()
     dryRight.deallocate()
   }
 
-  public var latencyFrames: Int { unit.latencyFrames }
+  public var latencyFrames: Int { unit.pointee.latencyFrames }
 
   public func prepare(sampleRate: Double, maxFrames: Int) {
     precondition(maxFrames <= dryCapacity, "stage prepared beyond its capacity")
     let blocks = Float(sampleRate) * Self.smoothingMilliseconds / 1000 / Float(maxFrames)
-    smoothing = 1 - expf(-1 / max(blocks, 1))
-    bypassStep = 1 / max(Float(sampleRate) * Self.bypassFadeMilliseconds / 1000, 1)
-    unit.prepare(
+    fade.pointee.smoothing = 1 - expf(-1 / max(blocks, 1))
+    fade.pointee.step = 1 / max(Float(sampleRate) * Self.bypassFadeMilliseconds / 1000, 1)
+    unit.pointee.prepare(
       sampleRate: sampleRate, maxFrames: maxFrames,
       parameters: ParameterValues(previous: previous, current: current))
   }
 
-  public func reset() { unit.reset() }
+  /// - Realtime: safe
+  public func reset() { unit.pointee.reset() }
 
   /// - Realtime: safe
-  public func process(_ block: StereoBlock, targets: ParameterTargets) {
+  public override func process(_ block: StereoBlock, targets: ParameterTargets) {
     let n = parameterCount
+    let first = firstParameter
+    let smoothing = fade.pointee.smoothing
     for i in 0..<n {
-      previous[i] = current[i]
-      let target = targets.value(firstParameter + i)
+      let c = current[i]
+      previous[i] = c
+      let target = targets.value(first + i)
       if smoothed[i] {
-        let c = current[i]
         let d = target - c
-        current[i] = abs(d) <= 1e-6 * max(abs(target), 1) ? target : c + d * smoothing
+        let next = c + d * smoothing
+        // A step too small to change the Float value would leave it stuck short of the target.
+        current[i] = abs(d) <= 1e-6 * max(abs(target), 1) || next == c ? target : next
       } else {
         current[i] = target
       }
     }
-    let bypassTarget: Float = targets.value(firstParameter + n) >= 0.5 ? 1 : 0
-    if bypassMix == bypassTarget {
+    let bypassTarget: Float = targets.value(first + n) >= 0.5 ? 1 : 0
+    let mix = fade.pointee.mix
+    if mix == bypassTarget {
       if bypassTarget == 1 { return }
       run(block)
       return
     }
-    // Crossfade between the dry signal and the unit's output.
+    crossfade(block, from: mix, to: bypassTarget)
+  }
+
+  /// Runs the unit between copies of the dry signal and crossfades towards `target`.
+  /// - Realtime: safe
+  private func crossfade(_ block: StereoBlock, from start: Float, to target: Float) {
     let frames = block.frames
-    if bypassMix == 1 { unit.reset() }
+    if start == 1 { unit.pointee.reset() }
     dryLeft.update(from: block.left, count: frames)
     dryRight.update(from: block.right, count: frames)
     run(block)
-    var mix = bypassMix
-    let step = bypassTarget > mix ? bypassStep : -bypassStep
+    var mix = start
+    let step = target > mix ? fade.pointee.step : -fade.pointee.step
     for f in 0..<frames {
       mix = min(max(mix + step, 0), 1)
       let (l, r, dl, dr) = (block.left[f], block.right[f], dryLeft[f], dryRight[f])
       block.left[f] = l * (1 - mix) + dl * mix
       block.right[f] = r * (1 - mix) + dr * mix
     }
-    bypassMix = mix
+    fade.pointee.mix = mix
   }
 
   /// Runs the unit and resets it (silencing the block) if its output stopped being finite.
   /// The chain's input is sanitized, so a non-finite value can only come from a unit's state
   /// blowing up, which persists: checking the block's last frame catches it within a sub-block.
+  /// - Realtime: safe
   @inline(__always)
   private func run(_ block: StereoBlock) {
-    unit.process(block, parameters: ParameterValues(previous: previous, current: current))
+    unit.pointee.process(block, parameters: ParameterValues(previous: previous, current: current))
     let last = block.frames - 1
     if !(block.left[last] + block.right[last]).isFinite {
-      unit.reset()
+      unit.pointee.reset()
       block.left.update(repeating: 0, count: block.frames)
       block.right.update(repeating: 0, count: block.frames)
     }

@@ -25,6 +25,15 @@ public final class VoiceChain: @unchecked Sendable {
   /// The sample rate the chain was prepared for.
   public private(set) var sampleRate: Double = 0
 
+  /// The stages again, as unretained references: `stages` keeps them alive, and the audio thread
+  /// calls them without a retain/release pair per stage and sub-block.
+  private let order: UnsafeMutablePointer<StageReference>
+  private struct StageReference {
+    unowned(unsafe) let stage: any ChainStage
+    /// The same stage when it is a built-in one (its call needs no retain).
+    let builtin: Unmanaged<UnitStageBase>?
+  }
+
   init(stages: [any ChainStage], parameters: [Parameter], initialValues: [Float]) {
     self.stages = stages
     self.parameters = parameters
@@ -32,6 +41,14 @@ public final class VoiceChain: @unchecked Sendable {
     var keys: [String: Int] = [:]
     for p in parameters { keys[p.key] = p.index }
     indexByKey = keys
+    order = .allocate(capacity: max(stages.count, 1))
+    for (i, stage) in stages.enumerated() { (order + i).initialize(
+        to: StageReference(stage: stage, builtin: (stage as? UnitStageBase).map { .passUnretained($0) })) }
+  }
+
+  deinit {
+    order.deinitialize(count: stages.count)
+    order.deallocate()
   }
 
   /// Total latency of the chain in frames.
@@ -74,19 +91,47 @@ public final class VoiceChain: @unchecked Sendable {
   public func process(
     left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>, frames: Int
   ) {
-    // Non-finite input (a broken upstream client) becomes silence, not a poisoned chain.
-    for f in 0..<frames {
-      if !left[f].isFinite { left[f] = 0 }
-      if !right[f].isFinite { right[f] = 0 }
-    }
+    Self.sanitize(left: left, right: right, frames: frames)
+    let count = stages.count
+    let targets = self.targets
     var offset = 0
     while offset < frames {
       let n = min(Self.subBlockFrames, frames - offset)
       let block = StereoBlock(left: left + offset, right: right + offset, frames: n)
-      for s in 0..<stages.count {
-        stages[s].process(block, targets: targets)
+      for s in 0..<count {
+        if let builtin = order[s].builtin {
+          builtin._withUnsafeGuaranteedRef { $0.process(block, targets: targets) }
+        } else {
+          order[s].stage.process(block, targets: targets)
+        }
       }
       offset += n
+    }
+  }
+
+  /// Non-finite input (a broken upstream client) becomes silence, not a poisoned chain. Checks
+  /// four frames at a time (exponent bits all ones) and only rewrites a group that has one.
+  /// - Realtime: safe
+  @inline(__always)
+  static func sanitize(left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>, frames: Int) {
+    let exponent = SIMD4<UInt32>(repeating: 0x7F80_0000)
+    var f = 0
+    while f + 4 <= frames {
+      let l = UnsafeRawPointer(left + f).loadUnaligned(as: SIMD4<UInt32>.self)
+      let r = UnsafeRawPointer(right + f).loadUnaligned(as: SIMD4<UInt32>.self)
+      let bad = ((l & exponent) .== exponent) .| ((r & exponent) .== exponent)
+      if any(bad) {
+        for k in f..<(f + 4) {
+          if !left[k].isFinite { left[k] = 0 }
+          if !right[k].isFinite { right[k] = 0 }
+        }
+      }
+      f += 4
+    }
+    while f < frames {
+      if !left[f].isFinite { left[f] = 0 }
+      if !right[f].isFinite { right[f] = 0 }
+      f += 1
     }
   }
 }

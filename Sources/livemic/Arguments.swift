@@ -42,8 +42,19 @@ struct ArgumentReader {
     return nil
   }
 
+  /// The long spelling of an option, for messages.
+  static func longName(_ option: String) -> String {
+    let long = [
+      "-n": "--name", "-s": "--server", "-p": "--preset", "-c": "--set", "-i": "--inputs",
+      "-h": "--help",
+    ]
+    return long[option] ?? option
+  }
+
   mutating func value(for option: String) throws(UsageError) -> String {
-    guard let v = args.first else { throw UsageError(message: "\(option) needs a value") }
+    guard let v = args.first else {
+      throw UsageError(message: "\(Self.longName(option)) needs a value")
+    }
     args.removeFirst()
     return v
   }
@@ -51,7 +62,7 @@ struct ArgumentReader {
   mutating func int(for option: String, in range: ClosedRange<Int>) throws(UsageError) -> Int {
     let text = try value(for: option)
     guard let n = Int(text), range.contains(n) else {
-      throw UsageError(message: "\(option) takes a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
+      throw UsageError(message: "\(Self.longName(option)) takes a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
     }
     return n
   }

@@ -23,7 +23,7 @@ import Testing
 
   static func report(_ label: String, _ points: [CascadeResponse.Point]) {
     let worst = points.map { abs($0.deviationDecibels) }.max() ?? 0
-    print("\(label): worst deviation \(String(format: "%.5f", worst)) dB")
+    T.measured("\(label): worst deviation \(String(format: "%.5f", worst)) dB")
   }
 
   @Test("Bass low shelf response", arguments: [Float(-12), -6, 6, 12])
@@ -107,6 +107,6 @@ import Testing
       worst = max(worst, abs(mine - theirs))
       #expect(abs(mine - theirs) <= 0.1, "\(effect) \(db) at \(f) Hz: LiveMic \(mine) dB, sox \(theirs) dB")
     }
-    print("sox \(effect) \(db): worst |LiveMic - sox| \(String(format: "%.5f", worst)) dB")
+    T.measured("sox \(effect) \(db): worst |LiveMic - sox| \(String(format: "%.5f", worst)) dB")
   }
 }

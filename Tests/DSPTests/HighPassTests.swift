@@ -62,7 +62,7 @@ import Testing
     }
     let strict = points.filter { !$0.usedAllowance }.map { abs($0.deviationDecibels) }.max() ?? 0
     let loose = points.filter(\.usedAllowance).map { "\(Int($0.hz)) Hz \(String(format: "%.1f", $0.referenceDecibels)) dB off \(String(format: "%.2f", $0.deviationDecibels)) dB (error/allowance \(String(format: "%.2f", $0.complexError / $0.roundOffAllowance)))" }
-    print("highpass \(cutoff) Hz \(slope) dB/oct: worst deviation \(String(format: "%.4f", strict)) dB; round-off points: \(loose)")
+    T.measured("highpass \(cutoff) Hz \(slope) dB/oct: worst deviation \(String(format: "%.4f", strict)) dB; round-off points: \(loose)")
   }
 
   @Test("Both channels are filtered identically")

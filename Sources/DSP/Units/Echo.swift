@@ -55,6 +55,8 @@ public struct Echo: VoiceUnit {
           // Linear interpolation between the two samples around the fractional read position.
           var position = Float(w) - delay
           if position < 0 { position += Float(n) }
+          // A position just below 0 can round up to exactly n (the same point as 0).
+          if position >= Float(n) { position -= Float(n) }
           let i0 = Int(position)
           let frac = position - Float(i0)
           let i1 = i0 + 1 == n ? 0 : i0 + 1

@@ -56,8 +56,22 @@ public struct Equalizer: VoiceUnit {
     if p.changed(2) || p.changed(3) || p.changed(4) { updateMid(p) }
     if p.changed(5) || p.changed(6) || slopeChanged { updateTreble(p) }
     // A band at exactly 0 dB is the identity: skip it (and start it clean when it returns).
-    if p.current(0) != 0 || p.previous(0) != 0 { bass.process(block) } else { bass.reset() }
-    if p.current(2) != 0 || p.previous(2) != 0 { mid.process(block) } else { mid.reset() }
-    if p.current(5) != 0 || p.previous(5) != 0 { treble.process(block) } else { treble.reset() }
+    let useBass = p.current(0) != 0 || p.previous(0) != 0
+    let useMid = p.current(2) != 0 || p.previous(2) != 0
+    let useTreble = p.current(5) != 0 || p.previous(5) != 0
+    if !useBass { bass.reset() }
+    if !useMid { mid.reset() }
+    if !useTreble { treble.reset() }
+    // The bands in use run as one cascade, in order bass, mid, treble.
+    switch (useBass, useMid, useTreble) {
+    case (true, true, true): StereoBiquad.process(&bass, &mid, &treble, block)
+    case (true, true, false): StereoBiquad.process(&bass, &mid, block)
+    case (true, false, true): StereoBiquad.process(&bass, &treble, block)
+    case (false, true, true): StereoBiquad.process(&mid, &treble, block)
+    case (true, false, false): bass.process(block)
+    case (false, true, false): mid.process(block)
+    case (false, false, true): treble.process(block)
+    case (false, false, false): break
+    }
   }
 }

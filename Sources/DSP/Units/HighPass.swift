@@ -47,7 +47,10 @@ public struct HighPass: VoiceUnit {
   /// - Realtime: safe
   public mutating func process(_ block: StereoBlock, parameters p: ParameterValues) {
     if p.changed(0) || p.changed(1) { update(p) }
-    first.process(block)
-    if fourthOrder { second.process(block) }
+    if fourthOrder {
+      StereoBiquad.process(&first, &second, block)
+    } else {
+      first.process(block)
+    }
   }
 }

@@ -1,5 +1,11 @@
 /// Freeverb-style room reverb: mono in (the mean of both channels), stereo out, eight damped
 /// comb filters and four all-passes per side, lengths scaled to the sample rate.
+///
+/// Speed: a block is cut into stretches in which no line of a group of four wraps around, so
+/// each line reads and writes consecutive samples, four frames per vector. A comb's damping
+/// low-pass is a first-order recursion; it runs on four frames at once as a prefix scan
+/// (`Reverb.combChunk`), the same sums in another rounding order. Four combs (or the four
+/// all-passes of a side, in series) advance together, so their recursions overlap.
 public struct Reverb: VoiceUnit {
   public static let typeName = "reverb"
   public static let summary = "Room reverb (Freeverb topology), mono in, stereo out."
@@ -55,44 +61,29 @@ public struct Reverb: VoiceUnit {
   /// - Realtime: safe
   public mutating func process(_ block: StereoBlock, parameters p: ParameterValues) {
     let frames = block.frames
-    let feedback = p.current(0) * 0.28 + 0.7
-    let damp = p.current(1) * 0.4
+    let comb = CombCoefficients(feedback: p.current(0) * 0.28 + 0.7, damp: p.current(1) * 0.4)
     let mixFrom = p.previous(2) * 0.01
     let mixStep = (p.current(2) * 0.01 - mixFrom) / Float(frames)
     let width = p.current(3) * 0.01
-    let combCount = combs.count / 2
-    let allpassCount = allpasses.count / 2
     memory.withUnsafeMutableBufferPointer { m in
       mono.withUnsafeMutableBufferPointer { input in
         wetLeft.withUnsafeMutableBufferPointer { wl in
           wetRight.withUnsafeMutableBufferPointer { wr in
-            for f in 0..<frames {
-              input[f] = (block.left[f] + block.right[f]) * 0.0075  // Freeverb input gain / 2
-              wl[f] = 0
-              wr[f] = 0
-            }
             combs.withUnsafeMutableBufferPointer { c in
-              for side in 0..<2 {
-                Self.combs(
-                  c.baseAddress! + side * combCount, memory: m.baseAddress!,
-                  input: input.baseAddress!, output: (side == 0 ? wl : wr).baseAddress!,
-                  frames: frames, feedback: feedback, damp: damp)
+              allpasses.withUnsafeMutableBufferPointer { a in
+                let (memory, mono) = (m.baseAddress!, input.baseAddress!)
+                Self.downmix(block, into: mono)
+                for side in 0..<2 {
+                  let (combs, wet) = (c.baseAddress! + 8 * side, side == 0 ? wl.baseAddress! : wr.baseAddress!)
+                  Self.combs(combs, memory: memory, input: mono, output: wet, add: false, frames: frames, comb)
+                  Self.combs(combs + 4, memory: memory, input: mono, output: wet, add: true, frames: frames, comb)
+                  Self.allpasses(a.baseAddress! + 4 * side, memory: memory, signal: wet, frames: frames)
+                }
+                // Mix: 3 is Freeverb's wet scale; width spreads the two tails.
+                Self.mix(
+                  block, wetLeft: wl.baseAddress!, wetRight: wr.baseAddress!, from: mixFrom, step: mixStep,
+                  wet1: 3 * (width / 2 + 0.5), wet2: 3 * ((1 - width) / 2))
               }
-            }
-            allpasses.withUnsafeMutableBufferPointer { a in
-              for k in 0..<(2 * allpassCount) {
-                Self.allpass(&a[k], memory: m.baseAddress!, signal: (k < allpassCount ? wl : wr).baseAddress!, frames: frames)
-              }
-            }
-            // Mix: 3 is Freeverb's wet scale; width spreads the two tails.
-            let wet1 = 3 * (width / 2 + 0.5)
-            let wet2 = 3 * ((1 - width) / 2)
-            var mix = mixFrom
-            for f in 0..<frames {
-              mix += mixStep
-              let (dl, dr, a, b) = (block.left[f], block.right[f], wl[f], wr[f])
-              block.left[f] = dl * (1 - mix) + (a * wet1 + b * wet2) * mix
-              block.right[f] = dr * (1 - mix) + (b * wet1 + a * wet2) * mix
             }
           }
         }
@@ -100,81 +91,219 @@ public struct Reverb: VoiceUnit {
     }
   }
 
-  /// Runs eight parallel damped combs (one side) over a block, summing into `output`. The
-  /// eight filters advance together so their recurrences overlap instead of stalling.
+  /// The comb filters' constants for one block, as vectors.
+  private struct CombCoefficients {
+    /// The low-pass state's share kept per frame (`damp`, and as a vector) and its powers
+    /// d, d², d³, d⁴.
+    let damp: Float, damp1: SIMD4<Float>, powers: SIMD4<Float>
+    /// (0, 0, d, d²).
+    let pairPowers: SIMD4<Float>
+    /// The input's share of the low-pass (1 − damp).
+    let keep: Float
+    /// feedback × keep: what a scan value (low-pass state / keep) adds to the line.
+    let feedbackKeep: Float
+
+    @inline(__always)
+    init(feedback: Float, damp d: Float) {
+      damp = d
+      damp1 = SIMD4(repeating: d)
+      pairPowers = SIMD4(0, 0, d, d * d)
+      powers = SIMD4(d, d * d, d * d * d, d * d * d * d)
+      keep = 1 - d
+      feedbackKeep = feedback * (1 - d)
+    }
+  }
+
+  /// The mono input: Freeverb's input gain (0.015) times the mean of both channels.
+  /// - Realtime: safe
+  @inline(__always)
+  private static func downmix(_ block: StereoBlock, into mono: UnsafeMutablePointer<Float>) {
+    var f = 0
+    while f + 4 <= block.frames {
+      mono.store4(f, (block.left.load4(f) + block.right.load4(f)) * 0.0075)
+      f += 4
+    }
+    while f < block.frames {
+      mono[f] = (block.left[f] + block.right[f]) * 0.0075
+      f += 1
+    }
+  }
+
+  /// The longest stretch from frame `f` in which none of `lines[0..<4]` wraps.
+  /// - Realtime: safe
+  @inline(__always)
+  private static func stretch(_ lines: UnsafeMutablePointer<Line>, from f: Int, frames: Int) -> Int {
+    var run = frames - f
+    for k in 0..<4 { run = min(run, lines[k].length - lines[k].index) }
+    return run
+  }
+
+  /// Advances `lines[0..<4]` by `run` frames.
+  /// - Realtime: safe
+  @inline(__always)
+  private static func advance(_ lines: UnsafeMutablePointer<Line>, by run: Int) {
+    for k in 0..<4 {
+      lines[k].index += run
+      if lines[k].index == lines[k].length { lines[k].index = 0 }
+    }
+  }
+
+  /// Runs four parallel damped combs over a block; their outputs go to `output` (added to it
+  /// when `add`).
+  ///
+  /// Freeverb's comb, per frame: y = line[i]; s = y·(1 − d) + s·d; line[i] = x + s·feedback.
+  /// With z = s / (1 − d) the low-pass is z = y + d·z, which `combChunk` scans four frames at
+  /// a time.
   /// - Realtime: safe
   @inline(__always)
   private static func combs(
     _ lines: UnsafeMutablePointer<Line>, memory: UnsafeMutablePointer<Float>,
-    input: UnsafeMutablePointer<Float>, output: UnsafeMutablePointer<Float>, frames: Int,
-    feedback: Float, damp: Float
+    input: UnsafeMutablePointer<Float>, output: UnsafeMutablePointer<Float>, add: Bool, frames: Int,
+    _ k: CombCoefficients
   ) {
-    var start = SIMD8<Int32>(), length = SIMD8<Int32>(), index = SIMD8<Int32>()
-    var store = SIMD8<Float>()
-    for k in 0..<8 {
-      start[k] = Int32(lines[k].start)
-      length[k] = Int32(lines[k].length)
-      index[k] = Int32(lines[k].index)
-      store[k] = lines[k].store
+    // Each scan state as a vector of four equal lanes.
+    var z0 = SIMD4(repeating: lines[0].store / k.keep), z1 = SIMD4(repeating: lines[1].store / k.keep)
+    var z2 = SIMD4(repeating: lines[2].store / k.keep), z3 = SIMD4(repeating: lines[3].store / k.keep)
+    var f = 0
+    while f < frames {
+      let run = stretch(lines, from: f, frames: frames)
+      let p0 = memory + lines[0].start + lines[0].index, p1 = memory + lines[1].start + lines[1].index
+      let p2 = memory + lines[2].start + lines[2].index, p3 = memory + lines[3].start + lines[3].index
+      let (x, o) = (input + f, output + f)
+      var j = 0
+      while j + 4 <= run {
+        let xv = x.load4(j)
+        var y = combChunk(p0 + j, &z0, xv, k)
+        y += combChunk(p1 + j, &z1, xv, k)
+        y += combChunk(p2 + j, &z2, xv, k)
+        y += combChunk(p3 + j, &z3, xv, k)
+        o.store4(j, add ? o.load4(j) + y : y)
+        j += 4
+      }
+      while j < run {
+        var y = combStep(p0 + j, &z0, x[j], k)
+        y += combStep(p1 + j, &z1, x[j], k)
+        y += combStep(p2 + j, &z2, x[j], k)
+        y += combStep(p3 + j, &z3, x[j], k)
+        o[j] = add ? o[j] + y : y
+        j += 1
+      }
+      advance(lines, by: run)
+      f += run
     }
-    let keep = SIMD8<Float>(repeating: 1 - damp)
-    let dampV = SIMD8<Float>(repeating: damp)
-    let fb = SIMD8<Float>(repeating: feedback)
-    for f in 0..<frames {
-      let position = start &+ index
-      var y = SIMD8<Float>()
-      for k in 0..<8 { y[k] = memory[Int(position[k])] }
-      store = y * keep + store * dampV
-      let written = SIMD8<Float>(repeating: input[f]) + store * fb
-      for k in 0..<8 { memory[Int(position[k])] = written[k] }
-      output[f] += y.sum()
-      index &+= 1
-      index.replace(with: 0, where: index .== length)
-    }
-    for k in 0..<8 {
-      lines[k].index = Int(index[k])
-      lines[k].store = DSPMath.flush(store[k])
+    lines[0].store = DSPMath.flush(z0[0] * k.keep)
+    lines[1].store = DSPMath.flush(z1[0] * k.keep)
+    lines[2].store = DSPMath.flush(z2[0] * k.keep)
+    lines[3].store = DSPMath.flush(z3[0] * k.keep)
+  }
+
+  /// Four frames of one comb from `p`: reads y, scans z = y + d·z (z holds the previous value
+  /// in every lane and gets the last one), writes x + feedback·(1 − d)·z flushed, returns y.
+  /// - Realtime: safe
+  @inline(__always)
+  private static func combChunk(
+    _ p: UnsafeMutablePointer<Float>, _ z: inout SIMD4<Float>, _ x: SIMD4<Float>, _ k: CombCoefficients
+  ) -> SIMD4<Float> {
+    let y = p.load4(0)
+    // (0, y0, 0, y2): each pair's first value moved up one lane (one 64-bit lane shift).
+    let up = unsafeBitCast(unsafeBitCast(y, to: SIMD2<UInt64>.self) &<< 32, to: SIMD4<Float>.self)
+    let a = y + k.damp1 * up  // (y0, y1 + d·y0, y2, y3 + d·y2)
+    let b = a + k.pairPowers * SIMD4(repeating: a[1])  // the first pair's sum carried into the second
+    let scan = b + k.powers * z
+    z = SIMD4(repeating: scan[3])
+    p.store4(0, (x + k.feedbackKeep * scan).flushed())
+    return y
+  }
+
+  /// One frame of one comb (`combChunk` for a single frame).
+  /// - Realtime: safe
+  @inline(__always)
+  private static func combStep(
+    _ p: UnsafeMutablePointer<Float>, _ z: inout SIMD4<Float>, _ x: Float, _ k: CombCoefficients
+  ) -> Float {
+    let y = p[0]
+    let scan = y + k.damp * z[0]
+    z = SIMD4(repeating: scan)
+    p[0] = DSPMath.flush(x + k.feedbackKeep * scan)
+    return y
+  }
+
+  /// Runs one side's four all-passes in series over a block, in place.
+  /// - Realtime: safe
+  @inline(__always)
+  private static func allpasses(
+    _ lines: UnsafeMutablePointer<Line>, memory: UnsafeMutablePointer<Float>,
+    signal: UnsafeMutablePointer<Float>, frames: Int
+  ) {
+    var f = 0
+    while f < frames {
+      let run = stretch(lines, from: f, frames: frames)
+      let p0 = memory + lines[0].start + lines[0].index, p1 = memory + lines[1].start + lines[1].index
+      let p2 = memory + lines[2].start + lines[2].index, p3 = memory + lines[3].start + lines[3].index
+      let s = signal + f
+      var j = 0
+      while j + 4 <= run {
+        var x = s.load4(j)
+        x = allpassChunk(p0 + j, x)
+        x = allpassChunk(p1 + j, x)
+        x = allpassChunk(p2 + j, x)
+        x = allpassChunk(p3 + j, x)
+        s.store4(j, x)
+        j += 4
+      }
+      while j < run {
+        var x = s[j]
+        x = allpassStep(p0 + j, x)
+        x = allpassStep(p1 + j, x)
+        x = allpassStep(p2 + j, x)
+        x = allpassStep(p3 + j, x)
+        s[j] = x
+        j += 1
+      }
+      advance(lines, by: run)
+      f += run
     }
   }
 
-  /// Runs one all-pass over a block. Within a stretch that does not wrap, each position is read
-  /// before it is written, so eight frames at a time are processed as one vector.
+  /// Four frames of a Freeverb all-pass (feedback 0.5) from `p`, returning its output.
   /// - Realtime: safe
   @inline(__always)
-  private static func allpass(
-    _ line: inout Line, memory: UnsafeMutablePointer<Float>, signal: UnsafeMutablePointer<Float>,
-    frames: Int
+  private static func allpassChunk(_ p: UnsafeMutablePointer<Float>, _ x: SIMD4<Float>) -> SIMD4<Float> {
+    let b = p.load4(0)
+    p.store4(0, (x + b * 0.5).flushed())
+    return b - x
+  }
+
+  /// One frame of an all-pass (`allpassChunk` for a single frame).
+  /// - Realtime: safe
+  @inline(__always)
+  private static func allpassStep(_ p: UnsafeMutablePointer<Float>, _ x: Float) -> Float {
+    let b = p[0]
+    p[0] = DSPMath.flush(x + b * 0.5)
+    return b - x
+  }
+
+  /// Dry and wet, with the wet share ramping linearly from `from` by `step` per frame.
+  /// - Realtime: safe
+  @inline(__always)
+  private static func mix(
+    _ block: StereoBlock, wetLeft wl: UnsafeMutablePointer<Float>, wetRight wr: UnsafeMutablePointer<Float>,
+    from: Float, step: Float, wet1: Float, wet2: Float
   ) {
-    let buffer = memory + line.start
-    let n = line.length
-    var i = line.index
     var f = 0
-    let tiny = SIMD8<Float>(repeating: 1e-20)
-    while f < frames {
-      let run = min(frames - f, n - i)
-      var k = 0
-      while k + 8 <= run {
-        let bp = UnsafeMutableRawPointer(buffer + i + k)
-        let sp = UnsafeMutableRawPointer(signal + f + k)
-        let b = bp.loadUnaligned(as: SIMD8<Float>.self)
-        let x = sp.loadUnaligned(as: SIMD8<Float>.self)
-        var v = x + b * 0.5
-        v.replace(with: 0, where: (v .< tiny) .& (v .> -tiny))
-        bp.storeBytes(of: v, as: SIMD8<Float>.self)
-        sp.storeBytes(of: b - x, as: SIMD8<Float>.self)
-        k += 8
-      }
-      while k < run {
-        let b = buffer[i + k]
-        let x = signal[f + k]
-        buffer[i + k] = DSPMath.flush(x + b * 0.5)
-        signal[f + k] = b - x
-        k += 1
-      }
-      i += run
-      if i == n { i = 0 }
-      f += run
+    while f + 4 <= block.frames {
+      let mix = from + step * (SIMD4.ramp + Float(f))
+      let (dl, dr, a, b) = (block.left.load4(f), block.right.load4(f), wl.load4(f), wr.load4(f))
+      block.left.store4(f, dl * (1 - mix) + (a * wet1 + b * wet2) * mix)
+      block.right.store4(f, dr * (1 - mix) + (b * wet1 + a * wet2) * mix)
+      f += 4
     }
-    line.index = i
+    while f < block.frames {
+      let mix = from + step * Float(f + 1)
+      let (dl, dr, a, b) = (block.left[f], block.right[f], wl[f], wr[f])
+      block.left[f] = dl * (1 - mix) + (a * wet1 + b * wet2) * mix
+      block.right[f] = dr * (1 - mix) + (b * wet1 + a * wet2) * mix
+      f += 1
+    }
   }
 }

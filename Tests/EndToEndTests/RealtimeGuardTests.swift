@@ -1,0 +1,79 @@
+import Foundation
+import Testing
+
+extension EndToEnd {
+  @Suite("Real-time discipline, measured", .serialized)
+  struct RealtimeGuardTests {
+    /// The voice chain for 2,000+ cycles, then a live buffer-size change and 1,000+ more: the
+    /// guard preloaded into the release binary counts nothing in the process callback.
+    @Test("voice chain: zero allocations, locks, waits, I/O and sleeps, across a buffer-size change")
+    func voiceChainIsRealtimeSafe() throws {
+      let folder = Paths.temporaryFolder("guard")
+      defer { try? FileManager.default.removeItem(at: folder) }
+      let counters = folder.appendingPathComponent("rtguard.txt")
+      let (server, generator, capture, livemic) = try LiveAudioTests.rig(
+        ["-p", "voice"], signal: .sine(frequencyHz: 220, amplitude: 0.3), guardOutput: counters)
+      func cycles() -> Int { Int(RealtimeGuard.counters(counters)["cycles"] ?? "0") ?? 0 }
+      #expect(waitUntil(seconds: 20) { cycles() >= 2000 }, "only \(cycles()) cycles")
+      let before = RealtimeGuard.counters(counters)
+      for key in ["malloc", "free", "lock", "wait", "io", "sleep"] {
+        #expect(before[key] == "0", "\(key)=\(before[key] ?? "?") after \(before["cycles"] ?? "?") cycles")
+      }
+
+      #expect(capture.setBufferSize(128) == 0)
+      #expect(livemic.waitForLog("buffer size is now 128 frames"), "\(livemic.log)")
+      let atChange = cycles()
+      let start = capture.frameCount
+      try capture.record(frames: 48000)
+      #expect(waitUntil(seconds: 20) { cycles() >= atChange + 1000 })
+      let out = capture.recording(channel: 1, from: start).samples
+      #expect(rms(out[(out.count / 2)...]) > 0.01, "no audio after the buffer-size change")
+      #expect(livemic.interrupt() == 0)
+      let after = RealtimeGuard.counters(counters)
+      for key in ["malloc", "free", "lock", "wait", "io", "sleep"] {
+        #expect(after[key] == "0", "\(key)=\(after[key] ?? "?") after \(after["cycles"] ?? "?") cycles")
+      }
+      #expect(after["first"] == "none")
+      generator.close()
+      capture.close()
+      server.stop()
+    }
+
+    /// The workplace's independent checker must agree (skipped where it is not installed).
+    @Test(
+      "the independent rtcheck agrees",
+      .enabled(if: FileManager.default.isExecutableFile(atPath: Paths.rtcheck.path)))
+    func rtcheckAgrees() throws {
+      let folder = Paths.temporaryFolder("rtcheck")
+      defer { try? FileManager.default.removeItem(at: folder) }
+      let output = folder.appendingPathComponent("rt.txt")
+      let server = try JackServer()
+      let probe = try TestClient(name: "lmprobe", server: server.name, signal: nil, captureChannels: 0)
+      let process = Process()
+      // Foundation starts the child as a process-group leader, so signalling the group reaches
+      // livemic under rtcheck's shell script.
+      process.executableURL = Paths.rtcheck
+      process.arguments = [
+        "-o", output.path, "--", Paths.livemic.path, "-s", server.name, "-n", "lmrtcheck", "-p", "voice",
+      ]
+      process.standardError = FileHandle.nullDevice
+      process.standardOutput = FileHandle.nullDevice
+      try process.run()
+      func cycles() -> Int { Int(RealtimeGuard.counters(output)["cycles"] ?? "0") ?? 0 }
+      #expect(waitUntil(seconds: 30) { cycles() >= 2000 }, "only \(cycles()) cycles")
+      #expect(probe.setBufferSize(256) == 0)
+      let atChange = cycles()
+      #expect(waitUntil(seconds: 20) { cycles() >= atChange + 400 })
+      let result = RealtimeGuard.counters(output)
+      for key in ["malloc", "free", "lock", "wait", "io", "sleep"] {
+        #expect(result[key] == "0", "rtcheck: \(key)=\(result[key] ?? "?")")
+      }
+      kill(-process.processIdentifier, SIGINT)
+      _ = waitUntil(seconds: 10) { !process.isRunning }
+      if process.isRunning { kill(-process.processIdentifier, SIGKILL) }
+      process.waitUntilExit()  // rtcheck's shell dies of the SIGINT too; livemic stops cleanly
+      probe.close()
+      server.stop()
+    }
+  }
+}

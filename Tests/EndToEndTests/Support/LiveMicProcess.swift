@@ -1,0 +1,106 @@
+import Foundation
+
+/// The release `livemic` binary run as a child process, its standard error kept in a file.
+final class LiveMicProcess {
+  let process = Process()
+  let logFile: URL
+  let folder: URL
+
+  /// Starts `livemic ARGS`. With `guardOutput`, the project's real-time guard is preloaded and
+  /// writes its counters there.
+  init(_ arguments: [String], guardOutput: URL? = nil, preload: String? = nil, environment extra: [String: String] = [:]) throws {
+    folder = Paths.temporaryFolder("run")
+    logFile = folder.appendingPathComponent("stderr.txt")
+    _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
+    guard FileManager.default.isExecutableFile(atPath: Paths.livemic.path) else {
+      throw HarnessError("no release binary at \(Paths.livemic.path): run 'swift build -c release' (scripts/test does)")
+    }
+    process.executableURL = Paths.livemic
+    process.arguments = arguments
+    var env = ProcessInfo.processInfo.environment
+    env["JACK_NO_START_SERVER"] = "1"
+    env["XDG_CONFIG_HOME"] = folder.path  // no user presets
+    if let guardOutput {
+      env["LD_PRELOAD"] = try RealtimeGuard.library().path
+      env["RTGUARD_OUT"] = guardOutput.path
+    }
+    if let preload { env["LD_PRELOAD"] = preload }
+    for (k, v) in extra { env[k] = v }
+    process.environment = env
+    process.standardError = try FileHandle(forWritingTo: logFile)
+    process.standardOutput = FileHandle.nullDevice
+    try process.run()
+  }
+
+  deinit {
+    if process.isRunning {
+      kill(process.processIdentifier, SIGKILL)
+      process.waitUntilExit()
+    }
+    try? FileManager.default.removeItem(at: folder)
+  }
+
+  var log: String { (try? String(contentsOf: logFile, encoding: .utf8)) ?? "" }
+
+  /// Waits until the log contains `text`.
+  @discardableResult
+  func waitForLog(_ text: String, seconds: Double = 10) -> Bool {
+    waitUntil(seconds: seconds) { log.contains(text) || !process.isRunning } && log.contains(text)
+  }
+
+  /// Sends SIGINT and waits for the exit status.
+  func interrupt(seconds: Double = 10) -> Int32? {
+    guard process.isRunning else { return process.terminationStatus }
+    kill(process.processIdentifier, SIGINT)
+    guard waitUntil(seconds: seconds, { !process.isRunning }) else { return nil }
+    process.waitUntilExit()
+    return process.terminationStatus
+  }
+}
+
+/// Runs `livemic ARGS` to completion: exit status, standard output and standard error.
+func runLiveMic(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
+  let process = Process()
+  process.executableURL = Paths.livemic
+  process.arguments = arguments
+  var env = ProcessInfo.processInfo.environment
+  env["JACK_NO_START_SERVER"] = "1"
+  process.environment = env
+  let out = Pipe()
+  let err = Pipe()
+  process.standardOutput = out
+  process.standardError = err
+  try process.run()
+  let outData = out.fileHandleForReading.readDataToEndOfFile()
+  let errData = err.fileHandleForReading.readDataToEndOfFile()
+  process.waitUntilExit()
+  return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
+}
+
+/// The project's real-time guard (Tests/Support/rtguard), compiled once per test run.
+enum RealtimeGuard {
+  private static let built: Result<URL, HarnessError> = {
+    let folder = Paths.temporaryFolder("rtguard")
+    let output = folder.appendingPathComponent("librtguard.so")
+    let cc = Process()
+    cc.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    cc.arguments = ["cc", "-O2", "-Wall", "-Wextra", "-shared", "-fPIC", "-o", output.path, Paths.rtguardSource.path, "-ldl", "-lpthread"]
+    do { try cc.run() } catch { return .failure(HarnessError("cannot run cc to build the real-time guard: \(error)")) }
+    cc.waitUntilExit()
+    guard cc.terminationStatus == 0 else { return .failure(HarnessError("cc failed to build the real-time guard")) }
+    return .success(output)
+  }()
+
+  static func library() throws -> URL { try built.get() }
+
+  /// Parses a counters line: `cycles=2133 malloc=0 … us_max=74.8`.
+  static func counters(_ file: URL) -> [String: String] {
+    guard let text = try? String(contentsOf: file, encoding: .utf8) else { return [:] }
+    var result: [String: String] = [:]
+    for field in text.split(whereSeparator: { $0 == " " || $0 == "\n" }) {
+      let parts = field.split(separator: "=", maxSplits: 1)
+      if parts.count == 2 { result[String(parts[0])] = String(parts[1]) }
+    }
+    return result
+  }
+}

@@ -1,0 +1,41 @@
+import Foundation
+
+/// Where things are, relative to this source file (the package root is three levels up).
+enum Paths {
+  static let root: URL = URL(fileURLWithPath: #filePath)
+    .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent()
+
+  /// The release binary the end-to-end tests run (`swift build -c release` makes it; the test
+  /// script does that first).
+  static var livemic: URL { root.appendingPathComponent(".build/release/livemic") }
+
+  static var rtguardSource: URL { root.appendingPathComponent("Tests/Support/rtguard/rtguard.c") }
+
+  /// The workplace's independent real-time checker, when present beside the repository.
+  static var rtcheck: URL { root.appendingPathComponent("../shared/tools/rtcheck/rtcheck").standardized }
+
+  /// A fresh temporary folder for one test.
+  static func temporaryFolder(_ label: String) -> URL {
+    let url = FileManager.default.temporaryDirectory
+      .appendingPathComponent("livemic-e2e-\(label)-\(getpid())-\(UUID().uuidString.prefix(8))")
+    try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    return url
+  }
+}
+
+/// A test failure in the harness itself, with one readable sentence.
+struct HarnessError: Error, CustomStringConvertible {
+  let description: String
+  init(_ description: String) { self.description = description }
+}
+
+/// Polls `condition` every 10 ms until it holds or `seconds` pass.
+func waitUntil(seconds: Double, _ condition: () -> Bool) -> Bool {
+  let deadline = Date().addingTimeInterval(seconds)
+  while Date() < deadline {
+    if condition() { return true }
+    usleep(10_000)
+  }
+  return condition()
+}

@@ -1,0 +1,161 @@
+import CJack
+import Foundation
+import Synchronization
+
+/// The signal a generator writes: a function of the absolute frame time, so a capture can tell
+/// exactly which frame (and so which cycle) each sample came from.
+enum TestSignal {
+  /// A pseudo-random value per frame in [-0.5, 0.5), exactly representable (24-bit steps).
+  case frameCode
+  /// A sine.
+  case sine(frequencyHz: Double, amplitude: Float)
+
+  func value(atFrame t: UInt32, sampleRate: Double) -> Float {
+    switch self {
+    case .frameCode:
+      var x = t &* 2_654_435_761
+      x ^= x >> 15
+      x = x &* 2_246_822_519
+      x ^= x >> 13
+      return Float(Int32(bitPattern: x) >> 8) / Float(1 << 24)
+    case .sine(let f, let a):
+      let phase = (Double(t).truncatingRemainder(dividingBy: sampleRate / f * 1000)) * f / sampleRate
+      return a * Float(sin(2 * Double.pi * phase))
+    }
+  }
+}
+
+/// An in-process JACK client used by the tests: an optional generator output (`out`) and any
+/// number of capture inputs (`in_1`…), recording every cycle's frame time and samples into
+/// preallocated storage.
+final class TestClient: @unchecked Sendable {
+  let handle: OpaquePointer
+  let name: String
+  let signal: TestSignal?
+  let sampleRate: Double
+  private var outputPort: OpaquePointer?
+  private var inputPorts: [OpaquePointer] = []
+  private let capacity: Int
+  private var storage: [UnsafeMutablePointer<Float>] = []
+  private let frameTimes: UnsafeMutablePointer<UInt32>
+  private let written = Atomic<Int>(0)
+  let cycles = Atomic<Int>(0)
+  /// Set to make the process callback sleep this long (µs) each cycle, to cause xruns.
+  let sleepMicroseconds = Atomic<Int>(0)
+
+  init(name: String, server: String, signal: TestSignal?, captureChannels: Int, seconds: Double = 12) throws {
+    var status = jack_status_t(rawValue: 0)
+    guard let h = livemic_client_open(name, JackNoStartServer, server, &status) else {
+      throw HarnessError("test client '\(name)' cannot open on server '\(server)' (status \(status.rawValue))")
+    }
+    handle = h
+    self.name = String(cString: jack_get_client_name(h))
+    self.signal = signal
+    sampleRate = Double(jack_get_sample_rate(h))
+    capacity = Int(seconds * sampleRate)
+    frameTimes = .allocate(capacity: capacity)
+    if signal != nil {
+      outputPort = jack_port_register(h, "out", "32 bit float mono audio", UInt(JackPortIsOutput.rawValue), 0)
+    }
+    for i in 0..<captureChannels {
+      inputPorts.append(jack_port_register(h, "in_\(i + 1)", "32 bit float mono audio", UInt(JackPortIsInput.rawValue), 0)!)
+      let buffer = UnsafeMutablePointer<Float>.allocate(capacity: capacity)
+      buffer.initialize(repeating: 0, count: capacity)
+      storage.append(buffer)
+    }
+    jack_set_process_callback(h, { frames, context in
+      Unmanaged<TestClient>.fromOpaque(context!).takeUnretainedValue().process(frames)
+    }, Unmanaged.passUnretained(self).toOpaque())
+    guard jack_activate(h) == 0 else { throw HarnessError("test client '\(name)' cannot activate") }
+  }
+
+  deinit {
+    close()
+    frameTimes.deallocate()
+    for s in storage { s.deallocate() }
+  }
+
+  private var closed = false
+  func close() {
+    guard !closed else { return }
+    closed = true
+    jack_deactivate(handle)
+    jack_client_close(handle)
+  }
+
+  private func process(_ frames: jack_nframes_t) -> Int32 {
+    let t = jack_last_frame_time(handle)
+    let n = Int(frames)
+    if let outputPort, let signal, let out = jack_port_get_buffer(outputPort, frames) {
+      let o = out.assumingMemoryBound(to: Float.self)
+      for i in 0..<n { o[i] = signal.value(atFrame: t &+ UInt32(i), sampleRate: sampleRate) }
+    }
+    let w = written.load(ordering: .relaxed)
+    if !inputPorts.isEmpty && w + n <= capacity {
+      for (c, port) in inputPorts.enumerated() {
+        let b = jack_port_get_buffer(port, frames)!.assumingMemoryBound(to: Float.self)
+        (storage[c] + w).update(from: b, count: n)
+      }
+      for i in 0..<n { frameTimes[w + i] = t &+ UInt32(i) }
+      written.store(w + n, ordering: .releasing)
+    }
+    let sleep = sleepMicroseconds.load(ordering: .relaxed)
+    if sleep > 0 { usleep(UInt32(sleep)) }
+    cycles.add(1, ordering: .relaxed)
+    return 0
+  }
+
+  func portName(_ short: String) -> String { "\(name):\(short)" }
+
+  func connect(_ source: String, _ destination: String) throws {
+    let code = jack_connect(handle, source, destination)
+    guard code == 0 || code == EEXIST else { throw HarnessError("cannot connect \(source) → \(destination) (\(code))") }
+  }
+
+  /// Full names of the ports connected to `port`.
+  func connections(of port: String) -> [String] {
+    guard let p = jack_port_by_name(handle, port), let list = jack_port_get_all_connections(handle, p) else { return [] }
+    defer { jack_free(UnsafeMutableRawPointer(mutating: list)) }
+    var names: [String] = []
+    var i = 0
+    while let c = list[i] { names.append(String(cString: c)); i += 1 }
+    return names
+  }
+
+  func portExists(_ port: String) -> Bool { jack_port_by_name(handle, port) != nil }
+
+  /// Latency range of any port on the server.
+  func latency(of port: String, capture: Bool) -> (min: UInt32, max: UInt32) {
+    guard let p = jack_port_by_name(handle, port) else { return (0, 0) }
+    var r = jack_latency_range_t()
+    jack_port_get_latency_range(p, capture ? JackCaptureLatency : JackPlaybackLatency, &r)
+    return (r.min, r.max)
+  }
+
+  func setBufferSize(_ frames: Int) -> Int32 { jack_set_buffer_size(handle, jack_nframes_t(frames)) }
+
+  /// Frames recorded so far.
+  var frameCount: Int { written.load(ordering: .acquiring) }
+
+  /// Waits until `frames` more frames have been recorded.
+  func record(frames: Int, timeout: Double = 20) throws {
+    let target = frameCount + frames
+    guard waitUntil(seconds: timeout, { frameCount >= target }) else {
+      throw HarnessError("capture '\(name)' recorded only \(frameCount) of \(target) frames")
+    }
+  }
+
+  /// The recorded samples of channel `c` and their frame times, from `start`.
+  func recording(channel c: Int, from start: Int = 0) -> (times: [UInt32], samples: [Float]) {
+    let n = frameCount
+    guard start < n else { return ([], []) }
+    return (Array(UnsafeBufferPointer(start: frameTimes + start, count: n - start)),
+            Array(UnsafeBufferPointer(start: storage[c] + start, count: n - start)))
+  }
+}
+
+/// Root mean square.
+func rms(_ x: ArraySlice<Float>) -> Double {
+  guard !x.isEmpty else { return 0 }
+  return (x.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(x.count)).squareRoot()
+}
