@@ -39,21 +39,27 @@ public enum Benchmark {
       rows.append((unit.typeName, time(chain, &left, &right, frames) / samples))
     }
     let voice: Preset
-    do { voice = try PresetLibrary().load("voice") } catch { throw BenchError(description: error.description) }
+    do { voice = try PresetLibrary().load("voice") } catch {
+      throw BenchError(description: error.description)
+    }
     let chain = try build(voice.stages)
     let chainSeconds = time(chain, &left, &right, frames)
     rows.append(("whole voice chain", chainSeconds / samples))
 
-    var text = "LiveMic benchmark: \(options.seconds) s of stereo audio at 48 kHz, blocks of \(blockFrames) frames\n"
+    var text =
+      "LiveMic benchmark: \(options.seconds) s of stereo audio at 48 kHz, blocks of \(blockFrames) frames\n"
     text += "(release build: 'swift build -c release'; figures from this machine, this run)\n\n"
     text += "| stage | ns per sample | real-time factor |\n|---|---:|---:|\n"
     for (name, secondsPerSample) in rows {
       let rtf = 1 / (secondsPerSample * 2 * sampleRate)
-      text += "| \(name) | " + String(format: "%.2f", secondsPerSample * 1e9) + " | "
+      text +=
+        "| \(name) | " + String(format: "%.2f", secondsPerSample * 1e9) + " | "
         + String(format: "%.0f×", rtf) + " |\n"
     }
     guard options.compareWithSox else { return text }
-    text += "\n" + (try compareWithSox(seconds: options.seconds, chainSeconds: chainSeconds, left: left, right: right))
+    text +=
+      "\n"
+      + (try compareWithSox(seconds: options.seconds, chainSeconds: chainSeconds, left: left, right: right))
     return text
   }
 
@@ -64,7 +70,9 @@ public enum Benchmark {
   }
 
   /// Seconds to process `frames` through `chain` in blocks (the input is restored first).
-  private static func time(_ chain: VoiceChain, _ left: inout [Float], _ right: inout [Float], _ frames: Int) -> Double {
+  private static func time(_ chain: VoiceChain, _ left: inout [Float], _ right: inout [Float], _ frames: Int)
+    -> Double
+  {
     var l = left
     var r = right
     // Make the copies now, not inside the measurement.
@@ -107,7 +115,9 @@ public enum Benchmark {
     return (left, right)
   }
 
-  private static func compareWithSox(seconds: Int, chainSeconds: Double, left: [Float], right: [Float]) throws(BenchError) -> String {
+  private static func compareWithSox(seconds: Int, chainSeconds: Double, left: [Float], right: [Float])
+    throws(BenchError) -> String
+  {
     guard let sox = findExecutable("sox") else {
       return "sox is not installed: no comparison (scripts/setup installs it)\n"
     }
@@ -117,22 +127,35 @@ public enum Benchmark {
     let input = dir.appendingPathComponent("in.wav").path
     try writeWAV(path: input, left: left, right: right)
 
-    let soxSeconds = try timeProcess(sox, ["-q", input, "-t", "wav", "-e", "floating-point", dir.appendingPathComponent("sox.wav").path] + soxEffects)
+    let soxSeconds = try timeProcess(
+      sox,
+      ["-q", input, "-t", "wav", "-e", "floating-point", dir.appendingPathComponent("sox.wav").path]
+        + soxEffects)
     let exe = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
-    let renderSeconds = try timeProcess(exe, ["render", "-p", "voice", input, dir.appendingPathComponent("livemic.wav").path])
+    let renderSeconds = try timeProcess(
+      exe, ["render", "-p", "voice", input, dir.appendingPathComponent("livemic.wav").path])
     var text = "Same audio, same run, file to file (read WAV, process, write 32-bit float WAV):\n\n"
     text += "| command | seconds | real-time factor |\n|---|---:|---:|\n"
-    text += "| `sox in.wav out.wav \(soxEffects.joined(separator: " "))` | " + String(format: "%.3f", soxSeconds) + " | " + String(format: "%.0f×", Double(seconds) / soxSeconds) + " |\n"
-    text += "| `livemic render -p voice in.wav out.wav` | " + String(format: "%.3f", renderSeconds) + " | " + String(format: "%.0f×", Double(seconds) / renderSeconds) + " |\n"
-    text += "| LiveMic voice chain alone, in memory | " + String(format: "%.3f", chainSeconds) + " | " + String(format: "%.0f×", Double(seconds) / chainSeconds) + " |\n\n"
+    text +=
+      "| `sox in.wav out.wav \(soxEffects.joined(separator: " "))` | " + String(format: "%.3f", soxSeconds)
+      + " | " + String(format: "%.0f×", Double(seconds) / soxSeconds) + " |\n"
+    text +=
+      "| `livemic render -p voice in.wav out.wav` | " + String(format: "%.3f", renderSeconds) + " | "
+      + String(format: "%.0f×", Double(seconds) / renderSeconds) + " |\n"
+    text +=
+      "| LiveMic voice chain alone, in memory | " + String(format: "%.3f", chainSeconds) + " | "
+      + String(format: "%.0f×", Double(seconds) / chainSeconds) + " |\n\n"
     text += "Ratio sox / livemic render: " + String(format: "%.2f×", soxSeconds / renderSeconds)
-    text += "; sox / chain alone: " + String(format: "%.2f×", soxSeconds / chainSeconds) + " (goal: at least 2×)\n"
+    text +=
+      "; sox / chain alone: " + String(format: "%.2f×", soxSeconds / chainSeconds) + " (goal: at least 2×)\n"
     return text
   }
 
   private static func findExecutable(_ name: String) -> String? {
     let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
-    return path.split(separator: ":").map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+    return path.split(separator: ":").map { "\($0)/\(name)" }.first {
+      FileManager.default.isExecutableFile(atPath: $0)
+    }
   }
 
   private static func timeProcess(_ executable: String, _ arguments: [String]) throws(BenchError) -> Double {
@@ -144,7 +167,9 @@ public enum Benchmark {
     process.waitUntilExit()
     let elapsed = ContinuousClock.now - start
     guard process.terminationStatus == 0 else {
-      throw BenchError(description: "\(executable) \(arguments.joined(separator: " ")) failed with status \(process.terminationStatus)")
+      throw BenchError(
+        description:
+          "\(executable) \(arguments.joined(separator: " ")) failed with status \(process.terminationStatus)")
     }
     return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
   }

@@ -35,7 +35,9 @@ public enum JSONValue: Sendable, Equatable, Decodable {
       return try JSONDecoder().decode(JSONValue.self, from: data)
     } catch let DecodingError.dataCorrupted(context) {
       let underlying = (context.underlyingError as NSError?)?.userInfo[NSDebugDescriptionErrorKey] as? String
-      throw JSONParseError(reason: (underlying ?? context.debugDescription).trimmingCharacters(in: CharacterSet(charactersIn: ". ")))
+      throw JSONParseError(
+        reason: (underlying ?? context.debugDescription).trimmingCharacters(
+          in: CharacterSet(charactersIn: ". ")))
     } catch {
       throw JSONParseError(reason: "\(error)")
     }

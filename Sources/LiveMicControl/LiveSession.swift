@@ -147,7 +147,9 @@ public final class LiveSession: @unchecked Sendable {
       if stopRequested.load(ordering: .acquiring) {
         state.ramp.fadeOut()
         let deadline = DispatchTime.now() + .milliseconds(300)
-        while !state.ramp.isSilent && DispatchTime.now() < deadline && !events.serverLost.load(ordering: .acquiring) {
+        while !state.ramp.isSilent && DispatchTime.now() < deadline
+          && !events.serverLost.load(ordering: .acquiring)
+        {
           usleep(2000)
         }
         client.close()
@@ -160,7 +162,9 @@ public final class LiveSession: @unchecked Sendable {
         return 1
       }
       let xruns = events.xruns.load(ordering: .relaxed)
-      if xruns != reportedXruns && DispatchTime.now().uptimeNanoseconds > lastXrunReport.uptimeNanoseconds + 1_000_000_000 {
+      if xruns != reportedXruns
+        && DispatchTime.now().uptimeNanoseconds > lastXrunReport.uptimeNanoseconds + 1_000_000_000
+      {
         Log.info("xruns: \(xruns - reportedXruns) new, \(xruns) in total")
         reportedXruns = xruns
         lastXrunReport = .now()

@@ -17,7 +17,9 @@ public struct Preset: Sendable, Equatable {
   /// Where it was read from (nil for built-in values).
   public var path: String?
 
-  public init(name: String, description: String, volume: Float?, chain: [StageDescription], path: String? = nil) {
+  public init(
+    name: String, description: String, volume: Float?, chain: [StageDescription], path: String? = nil
+  ) {
     self.name = name
     self.description = description
     self.volume = volume
@@ -151,7 +153,8 @@ extension Preset {
         let paramKey = "\(key).params.\(name)"
         guard let spec = unit.parameters.first(where: { $0.name == name }) else {
           let names = unit.parameters.map(\.name).joined(separator: ", ")
-          throw .invalid(path: path, key: paramKey, reason: "unit '\(type)' has no parameter '\(name)' (it has: \(names))")
+          throw .invalid(
+            path: path, key: paramKey, reason: "unit '\(type)' has no parameter '\(name)' (it has: \(names))")
         }
         guard let value = raw.number.map(Float.init) ?? raw.bool.map({ $0 ? 1 : 0 }) else {
           throw .invalid(path: path, key: paramKey, reason: "expected a number")
@@ -159,7 +162,8 @@ extension Preset {
         guard value >= spec.minimum && value <= spec.maximum else {
           throw .invalid(
             path: path, key: paramKey,
-            reason: "\(format(value)) is outside the range \(format(spec.minimum)) to \(format(spec.maximum))")
+            reason: "\(format(value)) is outside the range \(format(spec.minimum)) to \(format(spec.maximum))"
+          )
         }
         values[name] = value
       }

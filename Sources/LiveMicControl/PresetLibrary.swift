@@ -16,7 +16,8 @@ public struct PresetLibrary: Sendable {
   /// The user folder, then `$LIVEMIC_PRESETS_DIR` if set, then the installed presets.
   public static func defaultFolders() -> [String] {
     let env = ProcessInfo.processInfo.environment
-    let config = env["XDG_CONFIG_HOME"].flatMap { $0.isEmpty ? nil : $0 }
+    let config =
+      env["XDG_CONFIG_HOME"].flatMap { $0.isEmpty ? nil : $0 }
       ?? (NSHomeDirectory() + "/.config")
     var folders = [config + "/livemic/presets"]
     if let dir = env["LIVEMIC_PRESETS_DIR"], !dir.isEmpty { folders.append(dir) }
@@ -28,7 +29,8 @@ public struct PresetLibrary: Sendable {
   /// `.build/<config>/livemic` build, or `<prefix>/share/livemic/presets` for an install.
   static func installedFolder() -> String? {
     let exe = URL(fileURLWithPath: CommandLine.arguments.first ?? "").resolvingSymlinksInPath()
-    let real = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+    let real =
+      (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
       .map { URL(fileURLWithPath: $0) } ?? exe
     var dir = real.deletingLastPathComponent()
     for _ in 0..<5 {
@@ -126,7 +128,8 @@ public enum OverrideError: Error, Equatable, CustomStringConvertible {
       return "'\(key)' names no parameter: the chain has no such parameter in stage '\(stage)'"
         + " (stages: \(stages.joined(separator: ", ")))"
     case .outOfRange(let key, let value, let range):
-      return "\(format(value)) is outside the range of '\(key)' (\(format(range.lowerBound)) to \(format(range.upperBound)))"
+      return
+        "\(format(value)) is outside the range of '\(key)' (\(format(range.lowerBound)) to \(format(range.upperBound)))"
     }
   }
 }

@@ -30,7 +30,8 @@ public enum RenderError: Error, CustomStringConvertible {
     case .openInput(let path, let reason): return "cannot read audio file '\(path)': \(reason)"
     case .openOutput(let path, let reason): return "cannot write audio file '\(path)': \(reason)"
     case .unknownFormat(let path):
-      return "cannot tell the output format of '\(path)' from its extension (use .wav, .flac, .ogg, .aiff or .caf)"
+      return
+        "cannot tell the output format of '\(path)' from its extension (use .wav, .flac, .ogg, .aiff or .caf)"
     case .session(let e): return e.description
     }
   }

@@ -62,7 +62,10 @@ struct ArgumentReader {
   mutating func int(for option: String, in range: ClosedRange<Int>) throws(UsageError) -> Int {
     let text = try value(for: option)
     guard let n = Int(text), range.contains(n) else {
-      throw UsageError(message: "\(Self.longName(option)) takes a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
+      throw UsageError(
+        message:
+          "\(Self.longName(option)) takes a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'"
+      )
     }
     return n
   }
@@ -154,7 +157,8 @@ func parseCommandLine(_ arguments: [String]) throws(UsageError) -> Command {
       }
     }
     if let extra = reader.positional.first {
-      throw UsageError(message: "unexpected argument '\(extra)' (commands: run, render, presets, params, bench)")
+      throw UsageError(
+        message: "unexpected argument '\(extra)' (commands: run, render, presets, params, bench)")
     }
     if options.clientName.isEmpty { throw UsageError(message: "--name must not be empty") }
     return .run(options)

@@ -2,55 +2,55 @@ import Foundation
 import Testing
 
 extension EndToEnd {
-@Suite("Ports and connections", .serialized)
-struct ConnectionTests {
-  @Test("--no-connect registers the ports and connects nothing")
-  func noConnect() throws {
-    let server = try JackServer()
-    let probe = try TestClient(name: "lmprobe", server: server.name, signal: nil, captureChannels: 0)
-    let livemic = try LiveMicProcess(["-s", server.name, "-n", "lmnc", "-i", "2", "--no-connect"])
-    #expect(livemic.waitForLog("latency capture-to-playback"), "\(livemic.log)")
-    for port in ["lmnc:in_1", "lmnc:in_2", "lmnc:out_1", "lmnc:out_2"] {
-      #expect(probe.portExists(port), "\(port) missing")
-      #expect(probe.connections(of: port).isEmpty, "\(port) is connected")
+  @Suite("Ports and connections", .serialized)
+  struct ConnectionTests {
+    @Test("--no-connect registers the ports and connects nothing")
+    func noConnect() throws {
+      let server = try JackServer()
+      let probe = try TestClient(name: "lmprobe", server: server.name, signal: nil, captureChannels: 0)
+      let livemic = try LiveMicProcess(["-s", server.name, "-n", "lmnc", "-i", "2", "--no-connect"])
+      #expect(livemic.waitForLog("latency capture-to-playback"), "\(livemic.log)")
+      for port in ["lmnc:in_1", "lmnc:in_2", "lmnc:out_1", "lmnc:out_2"] {
+        #expect(probe.portExists(port), "\(port) missing")
+        #expect(probe.connections(of: port).isEmpty, "\(port) is connected")
+      }
+      #expect(livemic.interrupt() == 0)
+      probe.close()
+      server.stop()
     }
-    #expect(livemic.interrupt() == 0)
-    probe.close()
-    server.stop()
-  }
 
-  @Test("by default the first physical ports are connected")
-  func defaultConnections() throws {
-    let server = try JackServer()
-    let probe = try TestClient(name: "lmprobe", server: server.name, signal: nil, captureChannels: 0)
-    let livemic = try LiveMicProcess(["-s", server.name, "-n", "lmdef"])
-    #expect(livemic.waitForLog("latency capture-to-playback"), "\(livemic.log)")
-    #expect(probe.connections(of: "lmdef:in_1") == ["system:capture_1"])
-    #expect(probe.connections(of: "lmdef:out_1") == ["system:playback_1"])
-    #expect(probe.connections(of: "lmdef:out_2") == ["system:playback_2"])
-    #expect(livemic.log.contains("48000 Hz, 64 frames per period"))
-    #expect(livemic.interrupt() == 0)
-    #expect(livemic.log.contains("stopped after"))
-    probe.close()
-    server.stop()
-  }
+    @Test("by default the first physical ports are connected")
+    func defaultConnections() throws {
+      let server = try JackServer()
+      let probe = try TestClient(name: "lmprobe", server: server.name, signal: nil, captureChannels: 0)
+      let livemic = try LiveMicProcess(["-s", server.name, "-n", "lmdef"])
+      #expect(livemic.waitForLog("latency capture-to-playback"), "\(livemic.log)")
+      #expect(probe.connections(of: "lmdef:in_1") == ["system:capture_1"])
+      #expect(probe.connections(of: "lmdef:out_1") == ["system:playback_1"])
+      #expect(probe.connections(of: "lmdef:out_2") == ["system:playback_2"])
+      #expect(livemic.log.contains("48000 Hz, 64 frames per period"))
+      #expect(livemic.interrupt() == 0)
+      #expect(livemic.log.contains("stopped after"))
+      probe.close()
+      server.stop()
+    }
 
-  @Test("a port that does not exist is reported in one line and audio goes on")
-  func missingPortIsReported() throws {
-    let server = try JackServer()
-    let livemic = try LiveMicProcess(["-s", server.name, "-n", "lmmiss", "--connect-out", "nobody:here"])
-    #expect(livemic.waitForLog("latency capture-to-playback"), "\(livemic.log)")
-    #expect(livemic.log.contains("error: there is no JACK port named 'nobody:here'"))
-    #expect(livemic.process.isRunning)
-    #expect(livemic.interrupt() == 0)
-    server.stop()
-  }
+    @Test("a port that does not exist is reported in one line and audio goes on")
+    func missingPortIsReported() throws {
+      let server = try JackServer()
+      let livemic = try LiveMicProcess(["-s", server.name, "-n", "lmmiss", "--connect-out", "nobody:here"])
+      #expect(livemic.waitForLog("latency capture-to-playback"), "\(livemic.log)")
+      #expect(livemic.log.contains("error: there is no JACK port named 'nobody:here'"))
+      #expect(livemic.process.isRunning)
+      #expect(livemic.interrupt() == 0)
+      server.stop()
+    }
 
-  @Test("no server: a clear error and a non-zero exit")
-  func noServer() throws {
-    let result = try runLiveMic(["-s", "lmnosuchserver\(getpid())"])
-    #expect(result.status == 1)
-    #expect(result.stderr.contains("cannot open a JACK client on server 'lmnosuchserver"))
+    @Test("no server: a clear error and a non-zero exit")
+    func noServer() throws {
+      let result = try runLiveMic(["-s", "lmnosuchserver\(getpid())"])
+      #expect(result.status == 1)
+      #expect(result.stderr.contains("cannot open a JACK client on server 'lmnosuchserver"))
+    }
   }
-}
 }

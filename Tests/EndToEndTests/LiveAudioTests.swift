@@ -3,109 +3,122 @@ import Testing
 
 /// The release binary on a real jackd (dummy backend): real signals in, samples out.
 extension EndToEnd {
-@Suite("Live audio on a real JACK server", .serialized)
-struct LiveAudioTests {
-  /// Starts a server, a generator and a three-input capture (in_1: the generator directly,
-  /// in_2/in_3: LiveMic's outputs), then LiveMic with `arguments`.
-  static func rig(
-    _ arguments: [String], signal: TestSignal, period: Int = 64, guardOutput: URL? = nil
-  ) throws -> (JackServer, TestClient, TestClient, LiveMicProcess) {
-    let server = try JackServer(period: period)
-    let generator = try TestClient(name: "lmgen", server: server.name, signal: signal, captureChannels: 0)
-    let capture = try TestClient(name: "lmcap", server: server.name, signal: nil, captureChannels: 3)
-    try capture.connect(generator.portName("out"), capture.portName("in_1"))
-    let livemic = try LiveMicProcess(
-      ["-s", server.name, "-n", "lmclient", "--connect-in", generator.portName("out"),
-       "--connect-out", "\(capture.portName("in_2")),\(capture.portName("in_3"))"] + arguments,
-      guardOutput: guardOutput)
-    guard livemic.waitForLog("latency capture-to-playback") else {
-      throw HarnessError("livemic did not start: \(livemic.log)")
-    }
-    return (server, generator, capture, livemic)
-  }
-
-  @Test("flat: a known signal comes out bit-identical and in the same cycle")
-  func flatIsBitIdenticalSameCycle() throws {
-    let (server, generator, capture, livemic) = try Self.rig(["-p", "flat"], signal: .frameCode)
-    // Wait out the 1 s start ramp, then record half a second.
-    usleep(1_300_000)
-    let start = capture.frameCount
-    try capture.record(frames: 24000)
-    let direct = capture.recording(channel: 0, from: start)
-    let left = capture.recording(channel: 1, from: start)
-    let right = capture.recording(channel: 2, from: start)
-    var mismatches = 0
-    var generatorMismatches = 0
-    for i in 0..<direct.samples.count {
-      let expected = TestSignal.frameCode.value(atFrame: direct.times[i], sampleRate: 48000)
-      if direct.samples[i].bitPattern != expected.bitPattern { generatorMismatches += 1 }
-      if left.samples[i].bitPattern != expected.bitPattern || right.samples[i].bitPattern != expected.bitPattern {
-        mismatches += 1
+  @Suite("Live audio on a real JACK server", .serialized)
+  struct LiveAudioTests {
+    /// Starts a server, a generator and a three-input capture (in_1: the generator directly,
+    /// in_2/in_3: LiveMic's outputs), then LiveMic with `arguments`.
+    static func rig(
+      _ arguments: [String], signal: TestSignal, period: Int = 64, guardOutput: URL? = nil
+    ) throws -> (JackServer, TestClient, TestClient, LiveMicProcess) {
+      let server = try JackServer(period: period)
+      let generator = try TestClient(name: "lmgen", server: server.name, signal: signal, captureChannels: 0)
+      let capture = try TestClient(name: "lmcap", server: server.name, signal: nil, captureChannels: 3)
+      try capture.connect(generator.portName("out"), capture.portName("in_1"))
+      let livemic = try LiveMicProcess(
+        [
+          "-s", server.name, "-n", "lmclient", "--connect-in", generator.portName("out"),
+          "--connect-out", "\(capture.portName("in_2")),\(capture.portName("in_3"))",
+        ] + arguments,
+        guardOutput: guardOutput)
+      guard livemic.waitForLog("latency capture-to-playback") else {
+        throw HarnessError("livemic did not start: \(livemic.log)")
       }
+      return (server, generator, capture, livemic)
     }
-    #expect(direct.samples.count >= 24000)
-    #expect(generatorMismatches == 0, "the generator's own signal is not what the test expects")
-    #expect(mismatches == 0, "\(mismatches) of \(direct.samples.count) samples differ from the input of the same frame")
-    #expect(rms(left.samples[...]) > 0.2)
-    #expect(livemic.interrupt() == 0)
-    generator.close()
-    capture.close()
-    server.stop()
-  }
 
-  @Test("the output starts quiet and ramps up over about a second")
-  func startRamp() throws {
-    let (server, generator, capture, livemic) = try Self.rig(["-p", "flat"], signal: .sine(frequencyHz: 500, amplitude: 0.5))
-    try capture.record(frames: 48000 * 3 / 2)
-    let direct = capture.recording(channel: 0)
-    let out = capture.recording(channel: 1)
-    // The first cycle LiveMic ran in is the first with any output.
-    guard let first = out.samples.firstIndex(where: { $0 != 0 }) else {
-      Issue.record("no output at all")
-      return
+    @Test("flat: a known signal comes out bit-identical and in the same cycle")
+    func flatIsBitIdenticalSameCycle() throws {
+      let (server, generator, capture, livemic) = try Self.rig(["-p", "flat"], signal: .frameCode)
+      // Wait out the 1 s start ramp, then record half a second.
+      usleep(1_300_000)
+      let start = capture.frameCount
+      try capture.record(frames: 24000)
+      let direct = capture.recording(channel: 0, from: start)
+      let left = capture.recording(channel: 1, from: start)
+      let right = capture.recording(channel: 2, from: start)
+      var mismatches = 0
+      var generatorMismatches = 0
+      for i in 0..<direct.samples.count {
+        let expected = TestSignal.frameCode.value(atFrame: direct.times[i], sampleRate: 48000)
+        if direct.samples[i].bitPattern != expected.bitPattern { generatorMismatches += 1 }
+        if left.samples[i].bitPattern != expected.bitPattern
+          || right.samples[i].bitPattern != expected.bitPattern
+        {
+          mismatches += 1
+        }
+      }
+      #expect(direct.samples.count >= 24000)
+      #expect(generatorMismatches == 0, "the generator's own signal is not what the test expects")
+      #expect(
+        mismatches == 0,
+        "\(mismatches) of \(direct.samples.count) samples differ from the input of the same frame")
+      #expect(rms(left.samples[...]) > 0.2)
+      #expect(livemic.interrupt() == 0)
+      generator.close()
+      capture.close()
+      server.stop()
     }
-    let early = rms(out.samples[first..<min(first + 2400, out.samples.count)]) / max(rms(direct.samples[first..<min(first + 2400, direct.samples.count)]), 1e-9)
-    let lateRange = (first + 52800)..<min(first + 60000, out.samples.count)
-    let late = rms(out.samples[lateRange]) / rms(direct.samples[lateRange])
-    #expect(early < 0.01, "first 50 ms at \(early) of the input level")
-    #expect(abs(late - 1) < 1e-6, "after 1.1 s at \(late) of the input level")
-    #expect(livemic.interrupt() == 0)
-    generator.close()
-    capture.close()
-    server.stop()
-  }
 
-  @Test("a gain change changes the measured level by the expected dB", arguments: [
-    (["-c", "input.bypass=0", "-c", "input.gain_db=-6"], -6.0),
-    (["-c", "input.bypass=0", "-c", "input.gain_db=9.5"], 9.5),
-    (["-c", "output.volume=0.5"], 20 * log10(0.5)),
-  ])
-  func gainChangesLevel(arguments: [String], expectedDecibels: Double) throws {
-    let (server, generator, capture, livemic) = try Self.rig(["-p", "flat"] + arguments, signal: .sine(frequencyHz: 1000, amplitude: 0.2))
-    usleep(1_300_000)
-    let start = capture.frameCount
-    try capture.record(frames: 9600)
-    let direct = capture.recording(channel: 0, from: start).samples
-    let out = capture.recording(channel: 1, from: start).samples
-    let measured = 20 * log10(rms(out[...]) / rms(direct[...]))
-    #expect(abs(measured - expectedDecibels) < 0.01, "measured \(measured) dB, expected \(expectedDecibels) dB")
-    #expect(livemic.interrupt() == 0)
-    generator.close()
-    capture.close()
-    server.stop()
-  }
+    @Test("the output starts quiet and ramps up over about a second")
+    func startRamp() throws {
+      let (server, generator, capture, livemic) = try Self.rig(
+        ["-p", "flat"], signal: .sine(frequencyHz: 500, amplitude: 0.5))
+      try capture.record(frames: 48000 * 3 / 2)
+      let direct = capture.recording(channel: 0)
+      let out = capture.recording(channel: 1)
+      // The first cycle LiveMic ran in is the first with any output.
+      guard let first = out.samples.firstIndex(where: { $0 != 0 }) else {
+        Issue.record("no output at all")
+        return
+      }
+      let early =
+        rms(out.samples[first..<min(first + 2400, out.samples.count)])
+        / max(rms(direct.samples[first..<min(first + 2400, direct.samples.count)]), 1e-9)
+      let lateRange = (first + 52800)..<min(first + 60000, out.samples.count)
+      let late = rms(out.samples[lateRange]) / rms(direct.samples[lateRange])
+      #expect(early < 0.01, "first 50 ms at \(early) of the input level")
+      #expect(abs(late - 1) < 1e-6, "after 1.1 s at \(late) of the input level")
+      #expect(livemic.interrupt() == 0)
+      generator.close()
+      capture.close()
+      server.stop()
+    }
 
-  @Test("latency: LiveMic adds none and reports it through JACK")
-  func latencyReported() throws {
-    let (server, generator, capture, livemic) = try Self.rig(["-p", "voice"], signal: .frameCode)
-    #expect(livemic.log.contains("+ 0 (chain) +"))
-    let input = capture.latency(of: "lmclient:in_1", capture: true)
-    let output = capture.latency(of: "lmclient:out_1", capture: true)
-    #expect(input.min == output.min && input.max == output.max, "in \(input) out \(output)")
-    #expect(livemic.interrupt() == 0)
-    generator.close()
-    capture.close()
-    server.stop()
+    @Test(
+      "a gain change changes the measured level by the expected dB",
+      arguments: [
+        (["-c", "input.bypass=0", "-c", "input.gain_db=-6"], -6.0),
+        (["-c", "input.bypass=0", "-c", "input.gain_db=9.5"], 9.5),
+        (["-c", "output.volume=0.5"], 20 * log10(0.5)),
+      ])
+    func gainChangesLevel(arguments: [String], expectedDecibels: Double) throws {
+      let (server, generator, capture, livemic) = try Self.rig(
+        ["-p", "flat"] + arguments, signal: .sine(frequencyHz: 1000, amplitude: 0.2))
+      usleep(1_300_000)
+      let start = capture.frameCount
+      try capture.record(frames: 9600)
+      let direct = capture.recording(channel: 0, from: start).samples
+      let out = capture.recording(channel: 1, from: start).samples
+      let measured = 20 * log10(rms(out[...]) / rms(direct[...]))
+      #expect(
+        abs(measured - expectedDecibels) < 0.01, "measured \(measured) dB, expected \(expectedDecibels) dB")
+      #expect(livemic.interrupt() == 0)
+      generator.close()
+      capture.close()
+      server.stop()
+    }
+
+    @Test("latency: LiveMic adds none and reports it through JACK")
+    func latencyReported() throws {
+      let (server, generator, capture, livemic) = try Self.rig(["-p", "voice"], signal: .frameCode)
+      #expect(livemic.log.contains("+ 0 (chain) +"))
+      let input = capture.latency(of: "lmclient:in_1", capture: true)
+      let output = capture.latency(of: "lmclient:out_1", capture: true)
+      #expect(input.min == output.min && input.max == output.max, "in \(input) out \(output)")
+      #expect(livemic.interrupt() == 0)
+      generator.close()
+      capture.close()
+      server.stop()
+    }
   }
-}
 }

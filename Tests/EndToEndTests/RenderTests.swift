@@ -34,7 +34,8 @@ extension EndToEnd {
       var samples = [Float](repeating: 0, count: frames * channels)
       for i in 0..<frames {
         for c in 0..<channels {
-          samples[i * channels + c] = TestSignal.frameCode.value(atFrame: UInt32(i * 3 + c), sampleRate: Double(rate))
+          samples[i * channels + c] = TestSignal.frameCode.value(
+            atFrame: UInt32(i * 3 + c), sampleRate: Double(rate))
         }
       }
       try writeAudio(path, rate: rate, channels: channels, samples: samples)
@@ -52,7 +53,8 @@ extension EndToEnd {
       #expect(b.rate == 44100 && b.channels == 2)
       #expect(b.samples.count == a.samples.count * 2)
       var differences = 0
-      for i in 0..<a.samples.count where b.samples[2 * i] != a.samples[i] || b.samples[2 * i + 1] != a.samples[i] {
+      for i in 0..<a.samples.count
+      where b.samples[2 * i] != a.samples[i] || b.samples[2 * i + 1] != a.samples[i] {
         differences += 1
       }
       #expect(differences == 0)
@@ -76,7 +78,9 @@ extension EndToEnd {
     func overrideChangesLevel() throws {
       let source = try input(rate: 48000, channels: 1)
       let out = folder.appendingPathComponent("gain.flac").path
-      let result = try runLiveMic(["render", "-p", "flat", "-c", "input.bypass=on", "-c", "output.volume=0.25", source, out])
+      let result = try runLiveMic([
+        "render", "-p", "flat", "-c", "input.bypass=on", "-c", "output.volume=0.25", source, out,
+      ])
       #expect(result.status == 0, "\(result.stderr)")
       let a = try readAudio(source).samples
       let b = try readAudio(out).samples
@@ -86,7 +90,9 @@ extension EndToEnd {
 
     @Test("unreadable input and unknown output format are one-sentence errors")
     func errors() throws {
-      let missing = try runLiveMic(["render", "/nonexistent/in.wav", folder.appendingPathComponent("o.wav").path])
+      let missing = try runLiveMic([
+        "render", "/nonexistent/in.wav", folder.appendingPathComponent("o.wav").path,
+      ])
       #expect(missing.status == 1 && missing.stderr.contains("cannot read audio file '/nonexistent/in.wav'"))
       let source = try input()
       let badFormat = try runLiveMic(["render", source, folder.appendingPathComponent("o.xyz").path])

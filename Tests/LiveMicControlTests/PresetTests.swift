@@ -10,7 +10,9 @@ let shipped = PresetLibrary(folders: [packageRoot.appendingPathComponent("preset
 
 @Suite("Presets")
 struct PresetTests {
-  @Test("every shipped preset loads and builds", arguments: ["flat", "voice", "karaoke", "podcast", "stream", "hearing"])
+  @Test(
+    "every shipped preset loads and builds",
+    arguments: ["flat", "voice", "karaoke", "podcast", "stream", "hearing"])
   func shippedPresetLoads(name: String) throws {
     let preset = try shipped.load(name)
     #expect(preset.name == name)
@@ -32,7 +34,9 @@ struct PresetTests {
   @Test("flat bypasses every unit at volume 1")
   func flatIsFlat() throws {
     let flat = try shipped.load("flat")
-    for stage in flat.stages where stage.type != OutputVolume.typeName { #expect(stage.bypassed, "\(stage.id)") }
+    for stage in flat.stages where stage.type != OutputVolume.typeName {
+      #expect(stage.bypassed, "\(stage.id)")
+    }
     #expect(flat.volume == 1)
   }
 
@@ -54,25 +58,46 @@ struct PresetTests {
     try mine.write(to: folder.appendingPathComponent("voice.json"), atomically: true, encoding: .utf8)
     let library = PresetLibrary(folders: [folder.path] + shipped.folders)
     #expect(try library.load("voice").description == "mine")
-    #expect(try library.load(packageRoot.appendingPathComponent("presets/voice.json").path).description != "mine")
+    #expect(
+      try library.load(packageRoot.appendingPathComponent("presets/voice.json").path).description != "mine")
   }
 
   /// Malformed files: each error names the file, the key and the reason, in one sentence.
-  @Test("malformed presets give the documented error", arguments: [
-    ("{", "it is not valid JSON"),
-    ("[]", "key '(top level)': expected a JSON object"),
-    (#"{"chain": []}"#, "key 'name': expected a non-empty string"),
-    (#"{"name": "x", "chain": [], "colour": 1}"#, "key 'colour': unknown key (allowed: chain, description, name, volume)"),
-    (#"{"name": "x"}"#, "key 'chain': expected an array of stages"),
-    (#"{"name": "x", "volume": 2, "chain": []}"#, "key 'volume': expected a number from 0 to 1"),
-    (#"{"name": "x", "chain": [{"unit": "flanger"}]}"#, "key 'chain[0].unit': unknown unit 'flanger'"),
-    (#"{"name": "x", "chain": [{"unit": "eq", "params": {"bass": 1}}]}"#, "key 'chain[0].params.bass': unit 'eq' has no parameter 'bass'"),
-    (#"{"name": "x", "chain": [{"unit": "eq", "params": {"bass_db": "loud"}}]}"#, "key 'chain[0].params.bass_db': expected a number"),
-    (#"{"name": "x", "chain": [{"unit": "eq", "params": {"bass_db": 40}}]}"#, "key 'chain[0].params.bass_db': 40 is outside the range -20 to 20"),
-    (#"{"name": "x", "chain": [{"unit": "eq", "bypass": "yes"}]}"#, "key 'chain[0].bypass': expected true or false"),
-    (#"{"name": "x", "chain": [{"unit": "eq"}, {"unit": "eq"}]}"#, "key 'chain': stage id 'eq' is used twice"),
-    (#"{"name": "x", "chain": [{"unit": "eq", "gain": 1}]}"#, "key 'chain[0].gain': unknown key"),
-  ])
+  @Test(
+    "malformed presets give the documented error",
+    arguments: [
+      ("{", "it is not valid JSON"),
+      ("[]", "key '(top level)': expected a JSON object"),
+      (#"{"chain": []}"#, "key 'name': expected a non-empty string"),
+      (
+        #"{"name": "x", "chain": [], "colour": 1}"#,
+        "key 'colour': unknown key (allowed: chain, description, name, volume)"
+      ),
+      (#"{"name": "x"}"#, "key 'chain': expected an array of stages"),
+      (#"{"name": "x", "volume": 2, "chain": []}"#, "key 'volume': expected a number from 0 to 1"),
+      (#"{"name": "x", "chain": [{"unit": "flanger"}]}"#, "key 'chain[0].unit': unknown unit 'flanger'"),
+      (
+        #"{"name": "x", "chain": [{"unit": "eq", "params": {"bass": 1}}]}"#,
+        "key 'chain[0].params.bass': unit 'eq' has no parameter 'bass'"
+      ),
+      (
+        #"{"name": "x", "chain": [{"unit": "eq", "params": {"bass_db": "loud"}}]}"#,
+        "key 'chain[0].params.bass_db': expected a number"
+      ),
+      (
+        #"{"name": "x", "chain": [{"unit": "eq", "params": {"bass_db": 40}}]}"#,
+        "key 'chain[0].params.bass_db': 40 is outside the range -20 to 20"
+      ),
+      (
+        #"{"name": "x", "chain": [{"unit": "eq", "bypass": "yes"}]}"#,
+        "key 'chain[0].bypass': expected true or false"
+      ),
+      (
+        #"{"name": "x", "chain": [{"unit": "eq"}, {"unit": "eq"}]}"#,
+        "key 'chain': stage id 'eq' is used twice"
+      ),
+      (#"{"name": "x", "chain": [{"unit": "eq", "gain": 1}]}"#, "key 'chain[0].gain': unknown key"),
+    ])
   func malformed(text: String, message: String) throws {
     do {
       _ = try Preset.parse(Data(text.utf8), path: "bad.json")
@@ -97,11 +122,14 @@ struct PresetTests {
 struct OverrideTests {
   @Test("KEY=VALUE parses numbers and on/off")
   func parsing() throws {
-    #expect(try ParameterOverride(parsing: "eq.bass_db=-3.5") == ParameterOverride(key: "eq.bass_db", value: -3.5))
+    #expect(
+      try ParameterOverride(parsing: "eq.bass_db=-3.5") == ParameterOverride(key: "eq.bass_db", value: -3.5))
     #expect(try ParameterOverride(parsing: "echo.bypass=off").value == 0)
     #expect(try ParameterOverride(parsing: "echo.bypass=on").value == 1)
     #expect(throws: OverrideError.malformed("eq.bass_db")) { try ParameterOverride(parsing: "eq.bass_db") }
-    #expect(throws: OverrideError.badValue(key: "eq.bass_db", value: "x")) { try ParameterOverride(parsing: "eq.bass_db=x") }
+    #expect(throws: OverrideError.badValue(key: "eq.bass_db", value: "x")) {
+      try ParameterOverride(parsing: "eq.bass_db=x")
+    }
   }
 
   @Test("overrides become the initial values; unknown keys and ranges are errors")
@@ -112,9 +140,15 @@ struct OverrideTests {
     ])
     #expect(stages.first { $0.id == "eq" }?.values["bass_db"] == 4)
     #expect(stages.first { $0.id == "echo" }?.bypassed == false)
-    #expect(throws: OverrideError.self) { try voice.stages(applying: [ParameterOverride(key: "eq.nope", value: 1)]) }
-    #expect(throws: OverrideError.self) { try voice.stages(applying: [ParameterOverride(key: "flanger.rate", value: 1)]) }
-    #expect(throws: OverrideError.self) { try voice.stages(applying: [ParameterOverride(key: "bass_db", value: 1)]) }
+    #expect(throws: OverrideError.self) {
+      try voice.stages(applying: [ParameterOverride(key: "eq.nope", value: 1)])
+    }
+    #expect(throws: OverrideError.self) {
+      try voice.stages(applying: [ParameterOverride(key: "flanger.rate", value: 1)])
+    }
+    #expect(throws: OverrideError.self) {
+      try voice.stages(applying: [ParameterOverride(key: "bass_db", value: 1)])
+    }
     #expect(throws: OverrideError.outOfRange(key: "output.volume", value: 2, range: 0...1)) {
       try voice.stages(applying: [ParameterOverride(key: "output.volume", value: 2)])
     }
@@ -125,8 +159,11 @@ struct OverrideTests {
 struct ReferenceTests {
   @Test("docs/parameters.md is what 'livemic params --markdown' generates")
   func parametersDocIsGenerated() throws {
-    let doc = try String(contentsOf: packageRoot.appendingPathComponent("docs/parameters.md"), encoding: .utf8)
-    #expect(doc == Reference.parameters(markdown: true), "regenerate: livemic params --markdown > docs/parameters.md")
+    let doc = try String(
+      contentsOf: packageRoot.appendingPathComponent("docs/parameters.md"), encoding: .utf8)
+    #expect(
+      doc == Reference.parameters(markdown: true),
+      "regenerate: livemic params --markdown > docs/parameters.md")
   }
 
   @Test("every parameter has a summary, a unit-bearing name and a default inside its range")
@@ -134,7 +171,9 @@ struct ReferenceTests {
     for unit in BuiltinUnits.types {
       for spec in unit.parameters {
         #expect(!spec.summary.isEmpty && spec.summary.hasSuffix("."), "\(unit.typeName).\(spec.name)")
-        #expect(spec.defaultValue >= spec.minimum && spec.defaultValue <= spec.maximum, "\(unit.typeName).\(spec.name)")
+        #expect(
+          spec.defaultValue >= spec.minimum && spec.defaultValue <= spec.maximum,
+          "\(unit.typeName).\(spec.name)")
       }
     }
   }

@@ -8,12 +8,16 @@ final class LiveMicProcess {
 
   /// Starts `livemic ARGS`. With `guardOutput`, the project's real-time guard is preloaded and
   /// writes its counters there.
-  init(_ arguments: [String], guardOutput: URL? = nil, preload: String? = nil, environment extra: [String: String] = [:]) throws {
+  init(
+    _ arguments: [String], guardOutput: URL? = nil, preload: String? = nil,
+    environment extra: [String: String] = [:]
+  ) throws {
     folder = Paths.temporaryFolder("run")
     logFile = folder.appendingPathComponent("stderr.txt")
     _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
     guard FileManager.default.isExecutableFile(atPath: Paths.livemic.path) else {
-      throw HarnessError("no release binary at \(Paths.livemic.path): run 'swift build -c release' (scripts/test does)")
+      throw HarnessError(
+        "no release binary at \(Paths.livemic.path): run 'swift build -c release' (scripts/test does)")
     }
     process.executableURL = Paths.livemic
     process.arguments = arguments
@@ -74,7 +78,10 @@ func runLiveMic(_ arguments: [String]) throws -> (status: Int32, stdout: String,
   let outData = out.fileHandleForReading.readDataToEndOfFile()
   let errData = err.fileHandleForReading.readDataToEndOfFile()
   process.waitUntilExit()
-  return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
+  return (
+    process.terminationStatus, String(decoding: outData, as: UTF8.self),
+    String(decoding: errData, as: UTF8.self)
+  )
 }
 
 /// The project's real-time guard (Tests/Support/rtguard), compiled once per test run.
@@ -84,10 +91,17 @@ enum RealtimeGuard {
     let output = folder.appendingPathComponent("librtguard.so")
     let cc = Process()
     cc.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    cc.arguments = ["cc", "-O2", "-Wall", "-Wextra", "-shared", "-fPIC", "-o", output.path, Paths.rtguardSource.path, "-ldl", "-lpthread"]
-    do { try cc.run() } catch { return .failure(HarnessError("cannot run cc to build the real-time guard: \(error)")) }
+    cc.arguments = [
+      "cc", "-O2", "-Wall", "-Wextra", "-shared", "-fPIC", "-o", output.path, Paths.rtguardSource.path,
+      "-ldl", "-lpthread",
+    ]
+    do { try cc.run() } catch {
+      return .failure(HarnessError("cannot run cc to build the real-time guard: \(error)"))
+    }
     cc.waitUntilExit()
-    guard cc.terminationStatus == 0 else { return .failure(HarnessError("cc failed to build the real-time guard")) }
+    guard cc.terminationStatus == 0 else {
+      return .failure(HarnessError("cc failed to build the real-time guard"))
+    }
     return .success(output)
   }()
 

@@ -46,7 +46,8 @@ final class TestClient: @unchecked Sendable {
   init(name: String, server: String, signal: TestSignal?, captureChannels: Int, seconds: Double = 12) throws {
     var status = jack_status_t(rawValue: 0)
     guard let h = livemic_client_open(name, JackNoStartServer, server, &status) else {
-      throw HarnessError("test client '\(name)' cannot open on server '\(server)' (status \(status.rawValue))")
+      throw HarnessError(
+        "test client '\(name)' cannot open on server '\(server)' (status \(status.rawValue))")
     }
     handle = h
     self.name = String(cString: jack_get_client_name(h))
@@ -58,14 +59,17 @@ final class TestClient: @unchecked Sendable {
       outputPort = jack_port_register(h, "out", "32 bit float mono audio", UInt(JackPortIsOutput.rawValue), 0)
     }
     for i in 0..<captureChannels {
-      inputPorts.append(jack_port_register(h, "in_\(i + 1)", "32 bit float mono audio", UInt(JackPortIsInput.rawValue), 0)!)
+      inputPorts.append(
+        jack_port_register(h, "in_\(i + 1)", "32 bit float mono audio", UInt(JackPortIsInput.rawValue), 0)!)
       let buffer = UnsafeMutablePointer<Float>.allocate(capacity: capacity)
       buffer.initialize(repeating: 0, count: capacity)
       storage.append(buffer)
     }
-    jack_set_process_callback(h, { frames, context in
-      Unmanaged<TestClient>.fromOpaque(context!).takeUnretainedValue().process(frames)
-    }, Unmanaged.passUnretained(self).toOpaque())
+    jack_set_process_callback(
+      h,
+      { frames, context in
+        Unmanaged<TestClient>.fromOpaque(context!).takeUnretainedValue().process(frames)
+      }, Unmanaged.passUnretained(self).toOpaque())
     guard jack_activate(h) == 0 else { throw HarnessError("test client '\(name)' cannot activate") }
   }
 
@@ -109,12 +113,16 @@ final class TestClient: @unchecked Sendable {
 
   func connect(_ source: String, _ destination: String) throws {
     let code = jack_connect(handle, source, destination)
-    guard code == 0 || code == EEXIST else { throw HarnessError("cannot connect \(source) → \(destination) (\(code))") }
+    guard code == 0 || code == EEXIST else {
+      throw HarnessError("cannot connect \(source) → \(destination) (\(code))")
+    }
   }
 
   /// Full names of the ports connected to `port`.
   func connections(of port: String) -> [String] {
-    guard let p = jack_port_by_name(handle, port), let list = jack_port_get_all_connections(handle, p) else { return [] }
+    guard let p = jack_port_by_name(handle, port), let list = jack_port_get_all_connections(handle, p) else {
+      return []
+    }
     defer { jack_free(UnsafeMutableRawPointer(mutating: list)) }
     var names: [String] = []
     var i = 0
@@ -149,8 +157,10 @@ final class TestClient: @unchecked Sendable {
   func recording(channel c: Int, from start: Int = 0) -> (times: [UInt32], samples: [Float]) {
     let n = frameCount
     guard start < n else { return ([], []) }
-    return (Array(UnsafeBufferPointer(start: frameTimes + start, count: n - start)),
-            Array(UnsafeBufferPointer(start: storage[c] + start, count: n - start)))
+    return (
+      Array(UnsafeBufferPointer(start: frameTimes + start, count: n - start)),
+      Array(UnsafeBufferPointer(start: storage[c] + start, count: n - start))
+    )
   }
 }
 
