@@ -130,6 +130,20 @@ final class TestClient: @unchecked Sendable {
     return names
   }
 
+  /// The JACK pretty-name metadata of a port, if it has one.
+  func prettyName(of port: String) -> String? {
+    guard let p = jack_port_by_name(handle, port) else { return nil }
+    var value: UnsafeMutablePointer<CChar>?
+    var type: UnsafeMutablePointer<CChar>?
+    guard jack_get_property(jack_port_uuid(p), livemic_pretty_name_key(), &value, &type) == 0, let value
+    else { return nil }
+    defer {
+      jack_free(value)
+      if let type { jack_free(type) }
+    }
+    return String(cString: value)
+  }
+
   func portExists(_ port: String) -> Bool { jack_port_by_name(handle, port) != nil }
 
   /// Latency range of any port on the server.
