@@ -93,9 +93,10 @@ public struct BiquadCoefficients: Sendable, Equatable {
 /// sine's own largest step.)
 ///
 /// Speed: both channels run together as one `SIMD2` (left, right), and the sum is ordered
-/// `b0·x + b1·x1 + b2·x2 − a2·y2 − a1·y1`, so the chain from one output to the next is one
-/// multiply and one subtraction. Cascades of two or three sections run in one loop, where their
-/// chains overlap.
+/// `b0·x + (b1·x1 + b2·x2) − a2·y2 − a1·y1`: from one output to the next is one multiply and one
+/// subtraction (the input terms still meet before the output terms, which keeps the round-off of a
+/// low high-pass's deep stopband where the response tests expect it). Cascades of two or three
+/// sections run in one loop, where their chains overlap.
 ///
 /// Thread: the thread that owns it.
 public struct StereoBiquad {
@@ -128,7 +129,9 @@ public struct StereoBiquad {
   /// Filters one block in place through `first`, then `second`.
   /// - Realtime: safe
   @inline(__always)
-  public static func process(_ first: inout StereoBiquad, _ second: inout StereoBiquad, _ block: StereoBlock) {
+  public static func process(
+    _ first: inout StereoBiquad, _ second: inout StereoBiquad, _ block: StereoBlock
+  ) {
     var (a, b) = (Section(first), Section(second))
     for f in 0..<block.frames {
       let y = b.step(a.step(SIMD2(block.left[f], block.right[f])))
@@ -162,6 +165,7 @@ public struct StereoBiquad {
     let b0, b1, b2, a1, a2: SIMD2<Float>
     var x1, x2, y1, y2: SIMD2<Float>
 
+    /// - Realtime: safe
     @inline(__always)
     init(_ q: StereoBiquad) {
       let c = q.coefficients
@@ -174,7 +178,7 @@ public struct StereoBiquad {
     /// - Realtime: safe
     @inline(__always)
     mutating func step(_ x: SIMD2<Float>) -> SIMD2<Float> {
-      let y = b0 * x + b1 * x1 + b2 * x2 - a2 * y2 - a1 * y1
+      let y = b0 * x + (b1 * x1 + b2 * x2) - a2 * y2 - a1 * y1
       (x2, x1, y2, y1) = (x1, x, y1, y)
       return y
     }

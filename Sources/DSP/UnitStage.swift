@@ -16,8 +16,9 @@ public class UnitStageBase {
 /// A built-in unit in a chain: owns its smoothed parameter values and bypass crossfade.
 ///
 /// Smoothing: each continuous parameter moves towards its target by a fraction
-/// `1 - exp(-subBlockFrames / (smoothingMilliseconds * sampleRate / 1000))` of the remaining
-/// distance once per sub-block, and snaps to the target once within 1e-6 of it or once a step
+/// `α = 1 - exp(-subBlockFrames / (smoothingMilliseconds * sampleRate / 1000))` of the remaining
+/// distance once per full sub-block (`1 - (1 - α)^(n / subBlockFrames)` for a shorter one of n
+/// frames, so the rate per frame is the same), and snaps to the target once within 1e-6 of it or once a step
 /// would no longer change its Float value (so a settled value is exact). Bypass crossfades
 /// linearly over `bypassFadeMilliseconds`.
 ///
@@ -41,9 +42,11 @@ public final class UnitStage<Unit: VoiceUnit>: UnitStageBase, ChainStage {
   private let dryRight: UnsafeMutablePointer<Float>
   private let dryCapacity: Int
 
-  /// The smoothing coefficient and the bypass crossfade's position (1 = bypassed) and step.
+  /// The smoothing coefficient (for a full sub-block of `frames`), the bypass crossfade's
+  /// position (1 = bypassed) and step.
   private struct Fade {
     var smoothing: Float = 1
+    var frames = 1
     var mix: Float = 0
     var step: Float = 1
   }
@@ -95,6 +98,7 @@ public final class UnitStage<Unit: VoiceUnit>: UnitStageBase, ChainStage {
     precondition(maxFrames <= dryCapacity, "stage prepared beyond its capacity")
     let blocks = Float(sampleRate) * Self.smoothingMilliseconds / 1000 / Float(maxFrames)
     fade.pointee.smoothing = 1 - expf(-1 / max(blocks, 1))
+    fade.pointee.frames = maxFrames
     fade.pointee.step = 1 / max(Float(sampleRate) * Self.bypassFadeMilliseconds / 1000, 1)
     unit.pointee.prepare(
       sampleRate: sampleRate, maxFrames: maxFrames,
@@ -108,11 +112,18 @@ public final class UnitStage<Unit: VoiceUnit>: UnitStageBase, ChainStage {
   public override func process(_ block: StereoBlock, targets: ParameterTargets) {
     let n = parameterCount
     let first = firstParameter
-    let smoothing = fade.pointee.smoothing
+    // A shorter sub-block (a JACK period under 32 frames, a block's remainder) moves the values
+    // by the same amount per frame as a full one: α_n = 1 − (1 − α)^(n / 32).
+    var smoothing = fade.pointee.smoothing
+    if block.frames != fade.pointee.frames {
+      smoothing = 1 - powf(1 - smoothing, Float(block.frames) / Float(fade.pointee.frames))
+    }
     for i in 0..<n {
       let c = current[i]
       previous[i] = c
-      let target = targets.value(first + i)
+      let target = targets.value(first &+ i)
+      // Settled (the common case): nothing to do. (Bit patterns: a target of -0 replaces +0.)
+      if target.bitPattern == c.bitPattern { continue }
       if smoothed[i] {
         let d = target - c
         let next = c + d * smoothing
@@ -122,7 +133,7 @@ public final class UnitStage<Unit: VoiceUnit>: UnitStageBase, ChainStage {
         current[i] = target
       }
     }
-    let bypassTarget: Float = targets.value(first + n) >= 0.5 ? 1 : 0
+    let bypassTarget: Float = targets.value(first &+ n) >= 0.5 ? 1 : 0
     let mix = fade.pointee.mix
     if mix == bypassTarget {
       if bypassTarget == 1 { return }

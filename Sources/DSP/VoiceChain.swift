@@ -2,7 +2,8 @@
 ///
 /// Built and prepared off the audio thread (see `ChainBuilder`); then `process` runs on the audio
 /// thread (or in the offline renderer), splitting any block into sub-blocks of at most
-/// `subBlockFrames`, so a JACK buffer-size change needs no re-preparation.
+/// `subBlockFrames`, so a JACK buffer-size change needs no re-preparation. Each stage runs over
+/// all of a block's sub-blocks before the next stage starts.
 /// Thread: `process` on one thread at a time; `targets` from any thread.
 public final class VoiceChain: @unchecked Sendable {
   /// Frames per sub-block: parameters are smoothed and coefficients updated at this rate.
@@ -42,8 +43,10 @@ public final class VoiceChain: @unchecked Sendable {
     for p in parameters { keys[p.key] = p.index }
     indexByKey = keys
     order = .allocate(capacity: max(stages.count, 1))
-    for (i, stage) in stages.enumerated() { (order + i).initialize(
-        to: StageReference(stage: stage, builtin: (stage as? UnitStageBase).map { .passUnretained($0) })) }
+    for (i, stage) in stages.enumerated() {
+      let builtin = (stage as? UnitStageBase).map { Unmanaged.passUnretained($0) }
+      (order + i).initialize(to: StageReference(stage: stage, builtin: builtin))
+    }
   }
 
   deinit {
@@ -94,44 +97,59 @@ public final class VoiceChain: @unchecked Sendable {
     Self.sanitize(left: left, right: right, frames: frames)
     let count = stages.count
     let targets = self.targets
-    var offset = 0
-    while offset < frames {
-      let n = min(Self.subBlockFrames, frames - offset)
-      let block = StereoBlock(left: left + offset, right: right + offset, frames: n)
-      for s in 0..<count {
+    // Stage by stage, each over all the sub-blocks: a stage's sub-block depends only on its own
+    // state and the previous stage's output for the same frames, so the order is free, and this
+    // one keeps each stage's code and state hot for the whole block.
+    for s in 0..<count {
+      var offset = 0
+      while offset < frames {
+        let n = min(Self.subBlockFrames, frames - offset)
+        let block = StereoBlock(left: left + offset, right: right + offset, frames: n)
         if let builtin = order[s].builtin {
           builtin._withUnsafeGuaranteedRef { $0.process(block, targets: targets) }
         } else {
           order[s].stage.process(block, targets: targets)
         }
+        offset += n
       }
-      offset += n
     }
   }
 
-  /// Non-finite input (a broken upstream client) becomes silence, not a poisoned chain. Checks
-  /// four frames at a time (exponent bits all ones) and only rewrites a group that has one.
+  /// Input beyond any real signal is made safe before it reaches a unit: non-finite samples
+  /// (a broken upstream client) become 0 and finite ones are clamped to ±`inputLimit`
+  /// (+60 dBFS), so no setting of the chain's gains can overflow a Float. Checks four frames at
+  /// a time (magnitude bits above the limit's) and only rewrites a group that has one.
   /// - Realtime: safe
   @inline(__always)
   static func sanitize(left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>, frames: Int) {
-    let exponent = SIMD4<UInt32>(repeating: 0x7F80_0000)
+    let magnitude = SIMD4<UInt32>(repeating: 0x7FFF_FFFF)
+    let limit = SIMD4<UInt32>(repeating: inputLimit.bitPattern)
     var f = 0
     while f + 4 <= frames {
       let l = UnsafeRawPointer(left + f).loadUnaligned(as: SIMD4<UInt32>.self)
       let r = UnsafeRawPointer(right + f).loadUnaligned(as: SIMD4<UInt32>.self)
-      let bad = ((l & exponent) .== exponent) .| ((r & exponent) .== exponent)
+      let bad = ((l & magnitude) .> limit) .| ((r & magnitude) .> limit)
       if any(bad) {
         for k in f..<(f + 4) {
-          if !left[k].isFinite { left[k] = 0 }
-          if !right[k].isFinite { right[k] = 0 }
+          left[k] = safe(left[k])
+          right[k] = safe(right[k])
         }
       }
       f += 4
     }
     while f < frames {
-      if !left[f].isFinite { left[f] = 0 }
-      if !right[f].isFinite { right[f] = 0 }
+      left[f] = safe(left[f])
+      right[f] = safe(right[f])
       f += 1
     }
+  }
+
+  /// The largest input magnitude the chain accepts (60 dB above full scale).
+  public static let inputLimit: Float = 1000
+
+  /// - Realtime: safe
+  @inline(__always)
+  static func safe(_ x: Float) -> Float {
+    x.isFinite ? min(max(x, -inputLimit), inputLimit) : 0
   }
 }

@@ -60,7 +60,7 @@ extension EndToEnd {
       #expect(differences == 0)
     }
 
-    @Test("the result does not depend on the block size (--frames)")
+    @Test("the result does not depend on the block size (--frames) beyond float rounding")
     func blockSizeIndependent() throws {
       let source = try input(rate: 48000, channels: 2)
       var outputs: [[Float]] = []
@@ -70,7 +70,13 @@ extension EndToEnd {
         #expect(result.status == 0, "\(result.stderr)")
         outputs.append(try readAudio(out).samples)
       }
-      #expect(outputs[0] == outputs[1] && outputs[1] == outputs[2])
+      // Bit-identical except the reverb, whose vectorized comb scan rounds differently where a
+      // block boundary splits a 4-frame chunk: the difference stays below -120 dBFS.
+      for k in 1..<outputs.count {
+        #expect(outputs[k].count == outputs[0].count)
+        let worst = zip(outputs[0], outputs[k]).map { abs($0 - $1) }.max() ?? 1
+        #expect(worst < 1e-6, "--frames changes the output by \(worst)")
+      }
       #expect(rms(outputs[0][...]) > 0.01)
     }
 

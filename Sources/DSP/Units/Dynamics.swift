@@ -47,7 +47,9 @@ public struct NoiseGate: VoiceUnit {
     let closeLevel = self.closeLevel(p.current(0) - p.current(1)) { DSPMath.gain(decibels: $0) }
     let attack = self.attack(p.current(2)) { DSPMath.onePoleCoefficient(milliseconds: $0, sampleRate: rate) }
     let holdFrames = Int(p.current(3) * 0.001 * rate)
-    let release = self.release(p.current(4)) { DSPMath.onePoleCoefficient(milliseconds: $0, sampleRate: rate) }
+    let release = self.release(p.current(4)) {
+      DSPMath.onePoleCoefficient(milliseconds: $0, sampleRate: rate)
+    }
     let floor = self.floor(p.current(5)) { DSPMath.gain(decibels: $0) }
     let envelopeDecay = self.envelopeDecay
     // The recursions as x·k + c: one multiply and one add from one frame's value to the next.
@@ -61,9 +63,9 @@ public struct NoiseGate: VoiceUnit {
       // Both channels are read before either is written (left and right buffers may be 4 KiB
       // apart, and a store to one would stall the load of the other).
       let (l, r) = (block.left[f], block.right[f])
-      let level = max(abs(l), abs(r))
+      let level = larger(abs(l), abs(r))
       let decayed = env * envelopeKeep + level * envelopeDecay
-      env = level > decayed ? level : decayed  // (a `maxss`; `max` is a compare and blend)
+      env = larger(decayed, level)
       if env >= openLevel {
         isOpen = true
         hold = holdFrames
@@ -92,13 +94,13 @@ public struct Compressor: VoiceUnit {
   ]
   private var sampleRate: Float = 48000
   private var reductionDecibels: Float = 0
-  private var attack = Derived(), release = Derived()
+  private var attack = Derived(), release = Derived(), quietLevel = Derived()
 
   public init() {}
 
   public mutating func prepare(sampleRate: Double, maxFrames: Int, parameters: ParameterValues) {
     self.sampleRate = Float(sampleRate)
-    (attack, release) = (Derived(), Derived())
+    (attack, release, quietLevel) = (Derived(), Derived(), Derived())
   }
 
   public mutating func reset() { reductionDecibels = 0 }
@@ -120,7 +122,9 @@ public struct Compressor: VoiceUnit {
   /// `reduction` for four levels at once: the same arithmetic, lane by lane.
   /// - Realtime: safe
   @inline(__always)
-  static func reduction(levelDecibels x: SIMD4<Float>, threshold t: Float, ratio r: Float, knee w: Float) -> SIMD4<Float> {
+  static func reduction(
+    levelDecibels x: SIMD4<Float>, threshold t: Float, ratio r: Float, knee w: Float
+  ) -> SIMD4<Float> {
     let over = x - t
     let slope = 1 - 1 / r
     var y = slope * over
@@ -140,27 +144,36 @@ public struct Compressor: VoiceUnit {
     let rate = sampleRate
     let (threshold, ratio, knee) = (p.current(0), p.current(1), p.current(2))
     let attack = self.attack(p.current(3)) { DSPMath.onePoleCoefficient(milliseconds: $0, sampleRate: rate) }
-    let release = self.release(p.current(4)) { DSPMath.onePoleCoefficient(milliseconds: $0, sampleRate: rate) }
+    let release = self.release(p.current(4)) {
+      DSPMath.onePoleCoefficient(milliseconds: $0, sampleRate: rate)
+    }
     let makeupFrom = p.previous(5)
     let makeupStep = (p.current(5) - makeupFrom) / Float(block.frames)
+    // Below this level no reduction can apply: four frames under it skip the logarithm.
+    let quiet = SIMD4(repeating: quietLevel(threshold - knee / 2 - 1) { DSPMath.gain(decibels: $0) })
     var reduction = reductionDecibels
     /// The wanted reductions (dB) for four frames from `f`.
+    /// - Realtime: safe
     @inline(__always)
     func wanted(_ f: Int) -> SIMD4<Float> {
       let (ml, mr) = (FastMath.magnitude(block.left.load4(f)), FastMath.magnitude(block.right.load4(f)))
       let level = ml.replacing(with: mr, where: mr .> ml)  // (a `maxps`)
+      if all(level .< quiet) { return SIMD4() }
       return Self.reduction(
         levelDecibels: FastMath.decibelsPerOctave * FastMath.log2(level), threshold: threshold, ratio: ratio,
         knee: knee)
     }
     /// One frame of the attack/release smoothing: the one chain of dependent steps.
+    /// - Realtime: safe
     @inline(__always)
     func smooth(_ wanted: Float) -> Float {
-      let difference = wanted - reduction
-      reduction += difference * (difference > 0 ? attack : release)
+      // (`wanted > reduction`, not `difference > 0`: the choice then need not wait for the
+      // subtraction.)
+      reduction += (wanted - reduction) * (wanted > reduction ? attack : release)
       return reduction
     }
     /// The gains for four frames' smoothed reductions, from frame `f`.
+    /// - Realtime: safe
     @inline(__always)
     func gains(_ reductions: SIMD4<Float>, from f: Int) -> SIMD4<Float> {
       let makeup = makeupFrom + makeupStep * (SIMD4.ramp + Float(f))
@@ -225,20 +238,22 @@ public struct Limiter: VoiceUnit {
     let from = ceiling.cached(p.previous(0)) ?? DSPMath.gain(decibels: p.previous(0))
     let to = ceiling(p.current(0)) { DSPMath.gain(decibels: $0) }
     let step = (to - from) / Float(block.frames)
-    let release = self.release(p.current(1)) { DSPMath.onePoleCoefficient(milliseconds: $0, sampleRate: rate) }
+    let release = self.release(p.current(1)) {
+      DSPMath.onePoleCoefficient(milliseconds: $0, sampleRate: rate)
+    }
     let keep = 1 - release
     var g = gain
     for f in 0..<block.frames {
       let ceiling = from + step * Float(f + 1)
       let l = block.left[f]
       let r = block.right[f]
-      let peak = max(abs(l), abs(r))
+      let peak = larger(abs(l), abs(r))
       let wanted = peak > ceiling ? ceiling / peak : 1
       // Instant attack, smooth release: the lower of the wanted gain and the released one.
       let released = g * keep + wanted * release
       g = wanted < released ? wanted : released
-      block.left[f] = min(max(l * g, -ceiling), ceiling)
-      block.right[f] = min(max(r * g, -ceiling), ceiling)
+      block.left[f] = smaller(larger(l * g, -ceiling), ceiling)
+      block.right[f] = smaller(larger(r * g, -ceiling), ceiling)
     }
     gain = g
   }

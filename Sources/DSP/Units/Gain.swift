@@ -2,27 +2,28 @@
 /// buffers are often a multiple of 4 KiB apart (JACK's port buffers are), and a store to one
 /// would otherwise stall the load of the other at the same offset.
 ///
-/// Applies a gain that moves linearly from `from` to `to` across the block; skips the work when
-/// the gain is settled at exactly 1.
+/// Applies a gain that moves linearly from `from` to `to` across the block (exactly `to` when
+/// settled); skips the work when the gain is settled at exactly 1.
 /// - Realtime: safe
 @inline(__always)
 func applyRampedGain(_ block: StereoBlock, from: Float, to: Float) {
-  if from == to {
-    if to == 1 { return }
-    for f in 0..<block.frames {
-      let (l, r) = (block.left[f], block.right[f])
-      block.left[f] = l * to
-      block.right[f] = r * to
-    }
-    return
+  if from == to && to == 1 { return }
+  // Four frames at a time (the gain of frame f is from + step·(f + 1)), then one at a time.
+  let step = from == to ? 0 : (to - from) / Float(block.frames)
+  var f = 0
+  while f + 4 <= block.frames {
+    let g = from == to ? SIMD4(repeating: to) : from + step * (SIMD4.ramp + Float(f))
+    let (l, r) = (block.left.load4(f), block.right.load4(f))
+    block.left.store4(f, l * g)
+    block.right.store4(f, r * g)
+    f += 4
   }
-  let step = (to - from) / Float(block.frames)
-  var g = from
-  for f in 0..<block.frames {
-    g += step
+  while f < block.frames {
+    let g = from == to ? to : from + step * Float(f + 1)
     let (l, r) = (block.left[f], block.right[f])
     block.left[f] = l * g
     block.right[f] = r * g
+    f += 1
   }
 }
 
@@ -33,14 +34,17 @@ public struct InputGain: VoiceUnit {
   public static let parameters = [
     ParameterSpec("gain_db", unit: "dB", range: -60...40, default: 0, "Gain applied to the input.")
   ]
+  private var gain = Derived()
+
   public init() {}
   public mutating func prepare(sampleRate: Double, maxFrames: Int, parameters: ParameterValues) {}
   public mutating func reset() {}
 
   /// - Realtime: safe
   public mutating func process(_ block: StereoBlock, parameters p: ParameterValues) {
-    applyRampedGain(
-      block, from: DSPMath.gain(decibels: p.previous(0)), to: DSPMath.gain(decibels: p.current(0)))
+    // The previous block's end is this one's start: only a changing gain costs a `powf`.
+    let from = gain.cached(p.previous(0)) ?? DSPMath.gain(decibels: p.previous(0))
+    applyRampedGain(block, from: from, to: gain(p.current(0)) { DSPMath.gain(decibels: $0) })
   }
 }
 

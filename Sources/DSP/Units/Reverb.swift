@@ -28,12 +28,13 @@ public struct Reverb: VoiceUnit {
     var index = 0
     var store: Float = 0
   }
+  /// Every delay line, then three blocks of scratch: the mono input and the two wet signals.
   private var memory: [Float] = []
-  private var combs: [Line] = []  // 8 left, then 8 right
-  private var allpasses: [Line] = []  // 4 left, then 4 right
-  private var mono: [Float] = []
-  private var wetLeft: [Float] = []
-  private var wetRight: [Float] = []
+  /// The 16 combs (8 left, then 8 right), then the 8 all-passes (4 left, then 4 right).
+  private var lines: [Line] = []
+  /// Where the scratch starts in `memory`, and the frames each scratch block holds.
+  private var scratch = 0
+  private var scratchFrames = 0
 
   public init() {}
 
@@ -45,17 +46,15 @@ public struct Reverb: VoiceUnit {
       defer { total += n }
       return Line(start: total, length: n)
     }
-    combs = Self.combTunings.map(line) + Self.combTunings.map { line($0 + Self.stereoSpread) }
-    allpasses = Self.allpassTunings.map(line) + Self.allpassTunings.map { line($0 + Self.stereoSpread) }
-    memory = [Float](repeating: 0, count: total)
-    mono = [Float](repeating: 0, count: maxFrames)
-    wetLeft = [Float](repeating: 0, count: maxFrames)
-    wetRight = [Float](repeating: 0, count: maxFrames)
+    lines = Self.combTunings.map(line) + Self.combTunings.map { line($0 + Self.stereoSpread) }
+    lines += Self.allpassTunings.map(line) + Self.allpassTunings.map { line($0 + Self.stereoSpread) }
+    (scratch, scratchFrames) = (total, maxFrames)
+    memory = [Float](repeating: 0, count: total + 3 * maxFrames)
   }
 
   public mutating func reset() {
     for i in 0..<memory.count { memory[i] = 0 }
-    for i in 0..<combs.count { combs[i].store = 0 }
+    for i in 0..<lines.count { lines[i].store = 0 }
   }
 
   /// - Realtime: safe
@@ -65,28 +64,24 @@ public struct Reverb: VoiceUnit {
     let mixFrom = p.previous(2) * 0.01
     let mixStep = (p.current(2) * 0.01 - mixFrom) / Float(frames)
     let width = p.current(3) * 0.01
+    let (scratch, scratchFrames) = (self.scratch, self.scratchFrames)
     memory.withUnsafeMutableBufferPointer { m in
-      mono.withUnsafeMutableBufferPointer { input in
-        wetLeft.withUnsafeMutableBufferPointer { wl in
-          wetRight.withUnsafeMutableBufferPointer { wr in
-            combs.withUnsafeMutableBufferPointer { c in
-              allpasses.withUnsafeMutableBufferPointer { a in
-                let (memory, mono) = (m.baseAddress!, input.baseAddress!)
-                Self.downmix(block, into: mono)
-                for side in 0..<2 {
-                  let (combs, wet) = (c.baseAddress! + 8 * side, side == 0 ? wl.baseAddress! : wr.baseAddress!)
-                  Self.combs(combs, memory: memory, input: mono, output: wet, add: false, frames: frames, comb)
-                  Self.combs(combs + 4, memory: memory, input: mono, output: wet, add: true, frames: frames, comb)
-                  Self.allpasses(a.baseAddress! + 4 * side, memory: memory, signal: wet, frames: frames)
-                }
-                // Mix: 3 is Freeverb's wet scale; width spreads the two tails.
-                Self.mix(
-                  block, wetLeft: wl.baseAddress!, wetRight: wr.baseAddress!, from: mixFrom, step: mixStep,
-                  wet1: 3 * (width / 2 + 0.5), wet2: 3 * ((1 - width) / 2))
-              }
-            }
-          }
+      lines.withUnsafeMutableBufferPointer { l in
+        let (memory, lines) = (m.baseAddress!, l.baseAddress!)
+        let mono = memory + scratch
+        let (wetLeft, wetRight) = (mono + scratchFrames, mono + 2 * scratchFrames)
+        Self.downmix(block, into: mono)
+        for side in 0..<2 {
+          let (combs, allpasses) = (lines + 8 * side, lines + 16 + 4 * side)
+          let wet = side == 0 ? wetLeft : wetRight
+          Self.combs(combs, memory: memory, input: mono, output: wet, add: false, frames: frames, comb)
+          Self.combs(combs + 4, memory: memory, input: mono, output: wet, add: true, frames: frames, comb)
+          Self.allpasses(allpasses, memory: memory, signal: wet, frames: frames)
         }
+        // Mix: 3 is Freeverb's wet scale; width spreads the two tails.
+        Self.mix(
+          block, wetLeft: wetLeft, wetRight: wetRight, from: mixFrom, step: mixStep,
+          wet1: 3 * (width / 2 + 0.5), wet2: 3 * ((1 - width) / 2))
       }
     }
   }
@@ -98,11 +93,12 @@ public struct Reverb: VoiceUnit {
     let damp: Float, damp1: SIMD4<Float>, powers: SIMD4<Float>
     /// (0, 0, d, d²).
     let pairPowers: SIMD4<Float>
-    /// The input's share of the low-pass (1 − damp).
-    let keep: Float
+    /// The input's share of the low-pass (1 − damp), and its inverse.
+    let keep: Float, inverseKeep: Float
     /// feedback × keep: what a scan value (low-pass state / keep) adds to the line.
     let feedbackKeep: Float
 
+    /// - Realtime: safe
     @inline(__always)
     init(feedback: Float, damp d: Float) {
       damp = d
@@ -110,6 +106,7 @@ public struct Reverb: VoiceUnit {
       pairPowers = SIMD4(0, 0, d, d * d)
       powers = SIMD4(d, d * d, d * d * d, d * d * d * d)
       keep = 1 - d
+      inverseKeep = 1 / (1 - d)
       feedbackKeep = feedback * (1 - d)
     }
   }
@@ -162,8 +159,9 @@ public struct Reverb: VoiceUnit {
     _ k: CombCoefficients
   ) {
     // Each scan state as a vector of four equal lanes.
-    var z0 = SIMD4(repeating: lines[0].store / k.keep), z1 = SIMD4(repeating: lines[1].store / k.keep)
-    var z2 = SIMD4(repeating: lines[2].store / k.keep), z3 = SIMD4(repeating: lines[3].store / k.keep)
+    let i = k.inverseKeep
+    var z0 = SIMD4(repeating: lines[0].store * i), z1 = SIMD4(repeating: lines[1].store * i)
+    var z2 = SIMD4(repeating: lines[2].store * i), z3 = SIMD4(repeating: lines[3].store * i)
     var f = 0
     while f < frames {
       let run = stretch(lines, from: f, frames: frames)

@@ -34,6 +34,27 @@ extension SIMD4 where Scalar == Float {
   }
 }
 
+extension SIMD2 where Scalar == Float {
+  /// Lanes whose magnitude is below 1e-20 set to zero (`DSPMath.flush` on each lane).
+  /// - Realtime: safe
+  @inline(__always)
+  func flushed() -> SIMD2<Float> {
+    let tiny = SIMD2<Float>(repeating: 1e-20)
+    return replacing(with: 0, where: (self .< tiny) .& (self .> -tiny))
+  }
+}
+
+/// `max(a, b)` (the same result, NaN included) as one `maxss`: Swift's `max` is a compare and a
+/// blend.
+/// - Realtime: safe
+@inline(__always)
+func larger(_ a: Float, _ b: Float) -> Float { b > a ? b : a }
+
+/// `min(a, b)` (the same result, NaN included) as one `minss`.
+/// - Realtime: safe
+@inline(__always)
+func smaller(_ a: Float, _ b: Float) -> Float { b < a ? b : a }
+
 /// A value derived from a parameter (a gain from decibels, a smoothing coefficient), recomputed
 /// only when the parameter changes: `powf` and `expf` once per sub-block and unit cost as much as
 /// a few frames of the unit's work.
