@@ -1,3 +1,4 @@
+import CSndfile
 import DSP
 import Foundation
 
@@ -33,14 +34,18 @@ public enum Benchmark {
     let samples = Double(frames * 2)
     var rows: [(String, Double)] = []
 
-    // Each unit alone (not bypassed, default parameters), then the whole voice chain.
-    for unit in BuiltinUnits.types {
-      let chain = try build([StageDescription(id: unit.typeName, type: unit.typeName)])
-      rows.append((unit.typeName, time(chain, &left, &right, frames) / samples))
-    }
+    // Each unit alone, with the voice preset's settings for it (not bypassed), then the whole
+    // voice chain.
     let voice: Preset
     do { voice = try PresetLibrary().load("voice") } catch {
       throw BenchError(description: error.description)
+    }
+    for unit in BuiltinUnits.types {
+      var stage = voice.chain.first { $0.type == unit.typeName }
+        ?? StageDescription(id: unit.typeName, type: unit.typeName)
+      stage.bypassed = false
+      let chain = try build([stage])
+      rows.append((unit.typeName, time(chain, &left, &right, frames) / samples))
     }
     let chain = try build(voice.stages)
     let chainSeconds = time(chain, &left, &right, frames)
@@ -49,7 +54,7 @@ public enum Benchmark {
     var text =
       "LiveMic benchmark: \(options.seconds) s of stereo audio at 48 kHz, blocks of \(blockFrames) frames\n"
     text += "(release build: 'swift build -c release'; figures from this machine, this run)\n\n"
-    text += "| stage | ns per sample | real-time factor |\n|---|---:|---:|\n"
+    text += "| stage (voice preset settings) | ns per sample | real-time factor |\n|---|---:|---:|\n"
     for (name, secondsPerSample) in rows {
       let rtf = 1 / (secondsPerSample * 2 * sampleRate)
       text +=
@@ -129,7 +134,7 @@ public enum Benchmark {
 
     let soxSeconds = try timeProcess(
       sox,
-      ["-q", input, "-t", "wav", "-e", "floating-point", dir.appendingPathComponent("sox.wav").path]
+      ["-q", "-V1", input, "-t", "wav", "-e", "floating-point", dir.appendingPathComponent("sox.wav").path]
         + soxEffects)
     let exe = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
     let renderSeconds = try timeProcess(
@@ -174,24 +179,21 @@ public enum Benchmark {
     return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
   }
 
-  /// Writes a 32-bit float stereo WAV at 48 kHz.
+  /// Writes a 32-bit float stereo WAV at 48 kHz (with libsndfile).
   static func writeWAV(path: String, left: [Float], right: [Float]) throws(BenchError) {
-    var data = Data()
-    func u32(_ v: UInt32) { withUnsafeBytes(of: v.littleEndian) { data.append(contentsOf: $0) } }
-    func u16(_ v: UInt16) { withUnsafeBytes(of: v.littleEndian) { data.append(contentsOf: $0) } }
-    let bytes = UInt32(left.count * 8)
-    data.append(contentsOf: Array("RIFF".utf8)); u32(36 + bytes)
-    data.append(contentsOf: Array("WAVEfmt ".utf8)); u32(16); u16(3); u16(2)
-    u32(UInt32(sampleRate)); u32(UInt32(sampleRate) * 8); u16(8); u16(32)
-    data.append(contentsOf: Array("data".utf8)); u32(bytes)
+    var info = SF_INFO()
+    info.samplerate = Int32(sampleRate)
+    info.channels = 2
+    info.format = Int32(SF_FORMAT_WAV | SF_FORMAT_FLOAT)
+    guard let file = sf_open(path, Int32(SFM_WRITE), &info) else {
+      throw BenchError(description: "cannot write the benchmark's input file '\(path)'")
+    }
+    defer { sf_close(file) }
     var interleaved = [Float](repeating: 0, count: left.count * 2)
     for i in 0..<left.count {
       interleaved[2 * i] = left[i]
       interleaved[2 * i + 1] = right[i]
     }
-    interleaved.withUnsafeBytes { data.append(contentsOf: $0) }
-    guard FileManager.default.createFile(atPath: path, contents: data) else {
-      throw BenchError(description: "cannot write the benchmark's input file '\(path)'")
-    }
+    _ = sf_writef_float(file, interleaved, sf_count_t(left.count))
   }
 }
