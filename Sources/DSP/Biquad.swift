@@ -33,7 +33,8 @@ public struct BiquadCoefficients: Sendable, Equatable {
 
   /// RBJ peaking EQ.
   /// - Realtime: safe
-  public static func peaking(frequencyHz: Double, q: Double, gainDecibels: Double, sampleRate: Double) -> Self {
+  public static func peaking(frequencyHz: Double, q: Double, gainDecibels: Double, sampleRate: Double) -> Self
+  {
     let a = pow(10, gainDecibels / 40)
     let w0 = 2 * Double.pi * min(frequencyHz, sampleRate * 0.49) / sampleRate
     let alpha = sin(w0) / (2 * q)
@@ -45,7 +46,9 @@ public struct BiquadCoefficients: Sendable, Equatable {
   /// RBJ low shelf with shelf slope `slope` (S; 1 is the steepest monotonic slope). Same
   /// formula as `sox bass gain frequency slope`s.
   /// - Realtime: safe
-  public static func lowShelf(frequencyHz: Double, slope: Double, gainDecibels: Double, sampleRate: Double) -> Self {
+  public static func lowShelf(frequencyHz: Double, slope: Double, gainDecibels: Double, sampleRate: Double)
+    -> Self
+  {
     let a = pow(10, gainDecibels / 40)
     let w0 = 2 * Double.pi * min(frequencyHz, sampleRate * 0.49) / sampleRate
     let alpha = sin(w0) / 2 * sqrt((a + 1 / a) * (1 / slope - 1) + 2)
@@ -59,7 +62,9 @@ public struct BiquadCoefficients: Sendable, Equatable {
 
   /// RBJ high shelf with shelf slope `slope`. Same formula as `sox treble`.
   /// - Realtime: safe
-  public static func highShelf(frequencyHz: Double, slope: Double, gainDecibels: Double, sampleRate: Double) -> Self {
+  public static func highShelf(frequencyHz: Double, slope: Double, gainDecibels: Double, sampleRate: Double)
+    -> Self
+  {
     let a = pow(10, gainDecibels / 40)
     let w0 = 2 * Double.pi * min(frequencyHz, sampleRate * 0.49) / sampleRate
     let alpha = sin(w0) / 2 * sqrt((a + 1 / a) * (1 / slope - 1) + 2)

@@ -108,7 +108,9 @@ public struct ChainAssembly {
   {
     let id = stage.id
     guard let first = id.unicodeScalars.first, first.properties.isAlphabetic,
-      id.unicodeScalars.allSatisfy({ $0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_" || $0 == "-" })
+      id.unicodeScalars.allSatisfy({
+        $0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_" || $0 == "-"
+      })
     else { throw .invalidId(id) }
     guard ids.insert(id).inserted else { throw .duplicateId(id) }
     for (spec, value) in specs {

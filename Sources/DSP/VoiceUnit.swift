@@ -69,4 +69,3 @@ public enum DSPMath {
     abs(x) < 1e-20 ? 0 : x
   }
 }
-

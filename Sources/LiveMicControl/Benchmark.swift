@@ -41,7 +41,8 @@ public enum Benchmark {
       throw BenchError(description: error.description)
     }
     for unit in BuiltinUnits.types {
-      var stage = voice.chain.first { $0.type == unit.typeName }
+      var stage =
+        voice.chain.first { $0.type == unit.typeName }
         ?? StageDescription(id: unit.typeName, type: unit.typeName)
       stage.bypassed = false
       let chain = try build([stage])

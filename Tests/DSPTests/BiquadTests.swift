@@ -14,9 +14,13 @@ import Testing
   static let nyquist = fs / 2
   static let tolerance = 0.01
 
-  static func db(_ c: BiquadCoefficients, _ hz: Double) -> Double { c.magnitudeDecibels(atHz: hz, sampleRate: fs) }
+  static func db(_ c: BiquadCoefficients, _ hz: Double) -> Double {
+    c.magnitudeDecibels(atHz: hz, sampleRate: fs)
+  }
 
-  @Test("High-pass: zero at DC, unity at Nyquist, |H(f0)| = Q", arguments: [50.0, 80, 1000, 10_000], [0.5, 0.7071, 2])
+  @Test(
+    "High-pass: zero at DC, unity at Nyquist, |H(f0)| = Q", arguments: [50.0, 80, 1000, 10_000],
+    [0.5, 0.7071, 2])
   func highPass(f0: Double, q: Double) {
     let c = BiquadCoefficients.highPass(frequencyHz: f0, q: q, sampleRate: Self.fs)
     #expect(c.b0 + c.b1 + c.b2 == 0, "an exact double zero at DC")
@@ -24,7 +28,8 @@ import Testing
     #expect(abs(Self.db(c, f0) - 20 * log10(q)) < Self.tolerance)
   }
 
-  @Test("Peaking: full gain at f0, unity at DC and Nyquist", arguments: [-12.0, -3, 6, 20], [200.0, 1000, 8000])
+  @Test(
+    "Peaking: full gain at f0, unity at DC and Nyquist", arguments: [-12.0, -3, 6, 20], [200.0, 1000, 8000])
   func peaking(gain: Double, f0: Double) {
     let c = BiquadCoefficients.peaking(frequencyHz: f0, q: 1.5, gainDecibels: gain, sampleRate: Self.fs)
     #expect(abs(Self.db(c, f0) - gain) < Self.tolerance)
@@ -35,13 +40,17 @@ import Testing
     #expect(abs(Self.db(flat, f0 * 1.3)) < 1e-5)
   }
 
-  @Test("Shelves: full gain at their end, half (in dB) at f0, unity at the other end", arguments: [-12.0, 6, 15], [0.3, 0.5, 1.0])
+  @Test(
+    "Shelves: full gain at their end, half (in dB) at f0, unity at the other end", arguments: [-12.0, 6, 15],
+    [0.3, 0.5, 1.0])
   func shelves(gain: Double, slope: Double) {
-    let low = BiquadCoefficients.lowShelf(frequencyHz: 150, slope: slope, gainDecibels: gain, sampleRate: Self.fs)
+    let low = BiquadCoefficients.lowShelf(
+      frequencyHz: 150, slope: slope, gainDecibels: gain, sampleRate: Self.fs)
     #expect(abs(Self.db(low, 0) - gain) < Self.tolerance)
     #expect(abs(Self.db(low, 150) - gain / 2) < Self.tolerance)
     #expect(abs(Self.db(low, Self.nyquist)) < Self.tolerance)
-    let high = BiquadCoefficients.highShelf(frequencyHz: 4000, slope: slope, gainDecibels: gain, sampleRate: Self.fs)
+    let high = BiquadCoefficients.highShelf(
+      frequencyHz: 4000, slope: slope, gainDecibels: gain, sampleRate: Self.fs)
     #expect(abs(Self.db(high, Self.nyquist) - gain) < Self.tolerance)
     #expect(abs(Self.db(high, 4000) - gain / 2) < Self.tolerance)
     #expect(abs(Self.db(high, 0)) < Self.tolerance)
@@ -115,12 +124,14 @@ import Testing
   /// is flat) through a +20 dB treble shelf smoothed to -20 dB, one update per 32 frames as
   /// `UnitStage` does: with transposed direct form II the output stepped by up to 0.11, 34× the
   /// sine's own largest step; now within 10 % of it.
-  @Test("Coefficient updates do not step the output", arguments: [(Float(20), Float(-20)), (-20, 20), (9, -3)])
+  @Test(
+    "Coefficient updates do not step the output", arguments: [(Float(20), Float(-20)), (-20, 20), (9, -3)])
   func coefficientUpdates(from: Float, to: Float) {
     let alpha = 1 - expf(-1 / 30)  // UnitStage's smoothing per sub-block at 48 kHz
     var f = StereoBiquad()
     var gain = from
-    f.coefficients = .highShelf(frequencyHz: 3000, slope: 0.5, gainDecibels: Double(gain), sampleRate: Self.fs)
+    f.coefficients = .highShelf(
+      frequencyHz: 3000, slope: 0.5, gainDecibels: Double(gain), sampleRate: Self.fs)
     var left = T.sine(hz: 100, amplitude: 0.25, frames: 19_200)
     var right = left
     left.withUnsafeMutableBufferPointer { l in
@@ -128,7 +139,8 @@ import Testing
         for b in 0..<600 {
           if b >= 300 {
             gain += (to - gain) * alpha
-            f.coefficients = .highShelf(frequencyHz: 3000, slope: 0.5, gainDecibels: Double(gain), sampleRate: Self.fs)
+            f.coefficients = .highShelf(
+              frequencyHz: 3000, slope: 0.5, gainDecibels: Double(gain), sampleRate: Self.fs)
           }
           f.process(StereoBlock(left: l.baseAddress! + 32 * b, right: r.baseAddress! + 32 * b, frames: 32))
         }

@@ -15,7 +15,9 @@ import Testing
         id: $0.id, type: $0.type, values: $0.type == "output" ? ["volume": 1] : [:], bypassed: true)
     }
     let chain = T.chain(stages)
-    let l = zip(T.noise(frames: 9600, amplitude: 0.9), T.sine(hz: 97, amplitude: 0.05, frames: 9600)).map { $0 + $1 }
+    let l = zip(T.noise(frames: 9600, amplitude: 0.9), T.sine(hz: 97, amplitude: 0.05, frames: 9600)).map {
+      $0 + $1
+    }
     let r = T.noise(frames: 9600, amplitude: 1.5, seed: 7)
     var (left, right) = (l, r)
     T.process(chain, left: &left, right: &right, blockSize: blockSize)
@@ -65,6 +67,8 @@ import Testing
     let jump = T.maxJump(left, in: window)
     #expect(jump <= bound, "step \(jump), bound \(bound) (steady \(steady), wet − dry up to \(gap))")
     #expect(gap > 20 * bound, "the fade is what prevents a step")
-    T.measured("bypass toggle from \(startBypassed ? "bypassed" : "active"): largest step \(jump), bound \(bound), steady \(steady), |wet − dry| up to \(gap)")
+    T.measured(
+      "bypass toggle from \(startBypassed ? "bypassed" : "active"): largest step \(jump), bound \(bound), steady \(steady), |wet − dry| up to \(gap)"
+    )
   }
 }

@@ -31,7 +31,8 @@ struct CascadeResponse {
     var usedAllowance: Bool
   }
 
-  static func response(_ c: BiquadCoefficients, atHz hz: Double) -> (b: (Double, Double), a: (Double, Double)) {
+  static func response(_ c: BiquadCoefficients, atHz hz: Double) -> (b: (Double, Double), a: (Double, Double))
+  {
     let w = 2 * Double.pi * hz / TestSignals.sampleRate
     let (b0, b1, b2, a1, a2) = (Double(c.b0), Double(c.b1), Double(c.b2), Double(c.a1), Double(c.a2))
     return (
@@ -59,8 +60,10 @@ struct CascadeResponse {
   /// Checks `h` (the response to an impulse of `amplitude`) at `frequencies`, recording an issue
   /// per failing point; returns every point.
   @discardableResult
-  func check(_ h: [Float], amplitude: Double = 1, at frequencies: [Double], _ label: String,
-             sourceLocation: SourceLocation = #_sourceLocation) -> [Point] {
+  func check(
+    _ h: [Float], amplitude: Double = 1, at frequencies: [Double], _ label: String,
+    sourceLocation: SourceLocation = #_sourceLocation
+  ) -> [Point] {
     frequencies.map { f in
       let r = reference(atHz: f)
       let m = TestSignals.dft(h, atHz: f)

@@ -31,7 +31,10 @@ import Testing
 
   @Test("Unknown parameter")
   func unknownParameter() {
-    #expect(throws: ChainError.unknownParameter(id: "bright", name: "gain_db", known: Equalizer.parameters.map(\.name) + ["bypass"])) {
+    #expect(
+      throws: ChainError.unknownParameter(
+        id: "bright", name: "gain_db", known: Equalizer.parameters.map(\.name) + ["bypass"])
+    ) {
       try Self.build([StageDescription(id: "bright", type: "eq", values: ["gain_db": 3])])
     }
     do {
@@ -50,7 +53,9 @@ import Testing
     }
     #expect(Self.isOneSentence(ChainError.duplicateId("eq").description))
     // Different ids for the same type are fine, with separate parameters.
-    let chain = try? Self.build([StageDescription(id: "eq", type: "eq"), StageDescription(id: "eq2", type: "eq")])
+    let chain = try? Self.build([
+      StageDescription(id: "eq", type: "eq"), StageDescription(id: "eq2", type: "eq"),
+    ])
     #expect(chain?.parameter("eq2.bass_db") != nil)
   }
 

@@ -15,7 +15,9 @@ import Testing
     var type: String
     var values: [String: Float] = [:]
     var testDescription: String {
-      values.isEmpty ? "\(type) defaults" : "\(type) \(values.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))"
+      values.isEmpty
+        ? "\(type) defaults"
+        : "\(type) \(values.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))"
     }
   }
 
@@ -34,7 +36,8 @@ import Testing
 
   /// Every unit at its defaults, plus the extremes. (The reverb, by far the slowest unit in a
   /// debug build, runs alone only at its extreme; at its defaults it runs in the default chain.)
-  static let settings: [Setting] = BuiltinUnits.typeNames.filter { $0 != "reverb" }.map { Setting(type: $0) } + extremes
+  static let settings: [Setting] =
+    BuiltinUnits.typeNames.filter { $0 != "reverb" }.map { Setting(type: $0) } + extremes
 
   static let loudFrames = 48_000
   static let silentFrames = 480_000
@@ -67,7 +70,9 @@ import Testing
   }
 
   static var extremesChain: [StageDescription] {
-    extremes.filter { $0.type != "reverb" }.map { StageDescription(id: $0.type, type: $0.type, values: $0.values) }
+    extremes.filter { $0.type != "reverb" }.map {
+      StageDescription(id: $0.type, type: $0.type, values: $0.values)
+    }
   }
 
   static func checkChain(_ chain: VoiceChain, _ label: String) {
@@ -86,7 +91,9 @@ import Testing
     var r = silence
     T.process(chain, left: &l, right: &r, blockSize: 32)
     #expect(bad == 0, "\(label): \(bad) subnormal samples during the silence")
-    #expect(l.allSatisfy(isZeroOrNormal) && r.allSatisfy(isZeroOrNormal), "\(label): subnormal output after the silence")
+    #expect(
+      l.allSatisfy(isZeroOrNormal) && r.allSatisfy(isZeroOrNormal),
+      "\(label): subnormal output after the silence")
   }
 
   /// Directly on the unit value: `Mirror` sees every stored Float (scalars, `[Float]` delay lines,
@@ -97,7 +104,9 @@ import Testing
     let (count, subnormal, output) = Self.run(type, s.values)
     #expect(count > 0 || ["input", "output"].contains(s.type), "\(s.testDescription): Mirror found no state")
     // The delay lines must be visible too (state moved behind a pointer would hide them).
-    #expect(count > 10_000 || !["echo", "reverb"].contains(s.type), "\(s.testDescription): Mirror sees only \(count) Floats")
+    #expect(
+      count > 10_000 || !["echo", "reverb"].contains(s.type),
+      "\(s.testDescription): Mirror sees only \(count) Floats")
     #expect(subnormal == 0, "\(s.testDescription): \(subnormal) subnormal values in the unit's state")
     #expect(output == 0, "\(s.testDescription): \(output) subnormal output samples")
   }

@@ -11,7 +11,9 @@ import Testing
 
   /// The documented soft-knee curve, written out independently: no reduction below
   /// T − W/2, (1 − 1/R)·(L − T + W/2)²/(2W) inside the knee, (1 − 1/R)·(L − T) above it.
-  static func expectedReduction(level l: Double, threshold t: Double, ratio r: Double, knee w: Double) -> Double {
+  static func expectedReduction(level l: Double, threshold t: Double, ratio r: Double, knee w: Double)
+    -> Double
+  {
     let slope = 1 - 1 / r
     if l <= t - w / 2 { return 0 }
     if l < t + w / 2 { return slope * (l - t + w / 2) * (l - t + w / 2) / (2 * w) }
@@ -24,13 +26,17 @@ import Testing
   func compressorCurve(level: Double) {
     let (t, r, w, makeup) = (-18.0, 3.0, 6.0, 4.0)
     let chain = T.chain(
-      "compressor", ["threshold_db": Float(t), "ratio": Float(r), "knee_db": Float(w), "makeup_db": Float(makeup)])
+      "compressor",
+      ["threshold_db": Float(t), "ratio": Float(r), "knee_db": Float(w), "makeup_db": Float(makeup)])
     let x = Float(pow(10, level / 20))
     let y = T.processMono(chain, [Float](repeating: x, count: 48_000))
     let expected = level - Self.expectedReduction(level: level, threshold: t, ratio: r, knee: w) + makeup
-    #expect(abs(Self.decibels(y.last!) - expected) < 0.01, "level \(level): output \(Self.decibels(y.last!)) dB, expected \(expected) dB")
+    #expect(
+      abs(Self.decibels(y.last!) - expected) < 0.01,
+      "level \(level): output \(Self.decibels(y.last!)) dB, expected \(expected) dB")
     // The unit's public curve is the same function.
-    let published = Double(Compressor.reduction(levelDecibels: Float(level), threshold: Float(t), ratio: Float(r), knee: Float(w)))
+    let published = Double(
+      Compressor.reduction(levelDecibels: Float(level), threshold: Float(t), ratio: Float(r), knee: Float(w)))
     #expect(abs(published - Self.expectedReduction(level: level, threshold: t, ratio: r, knee: w)) < 1e-4)
   }
 
@@ -47,7 +53,12 @@ import Testing
   /// few attack time constants.
   @Test("Gate closes to its range after hold, reopens with its attack")
   func gate() {
-    let chain = T.chain("gate", ["threshold_db": -40, "hysteresis_db": 6, "attack_ms": 1, "hold_ms": 100, "release_ms": 50, "range_db": -40])
+    let chain = T.chain(
+      "gate",
+      [
+        "threshold_db": -40, "hysteresis_db": 6, "attack_ms": 1, "hold_ms": 100, "release_ms": 50,
+        "range_db": -40,
+      ])
     let tone = T.sine(hz: 1000, amplitude: 0.25, frames: 24_000)
     let hiss = T.noise(frames: 48_000, amplitude: 1e-4)
     let a = T.processMono(chain, tone)
@@ -57,7 +68,9 @@ import Testing
     let held = b[0..<4800].enumerated().map { abs($0.element / hiss[$0.offset]) }
     #expect(held.filter { $0.isFinite && $0 > 0.99 }.count > 4000)
     // After hold + 10 release time constants: at the range, -40 dB.
-    let closedGain = b[40_000...].enumerated().map { Double(abs($0.element)) / Double(abs(hiss[40_000 + $0.offset])) }
+    let closedGain = b[40_000...].enumerated().map {
+      Double(abs($0.element)) / Double(abs(hiss[40_000 + $0.offset]))
+    }
     let g = closedGain.filter { $0.isFinite }.reduce(0, +) / Double(closedGain.count)
     #expect(abs(20 * log10(g) + 40) < 0.1, "closed gain \(20 * log10(g)) dB")
     // Reopen: within 5 ms (5 attack time constants) the tone is back within 0.1 dB.

@@ -71,7 +71,8 @@ import Testing
     let h = Self.impulseResponse(values)
     let slope = Double(Float(0.8))
     let points = CascadeResponse(sections: [
-      Self.bass(8, hz: 150, slope: slope), Self.mid(-5, hz: 700, q: 2), Self.treble(10, hz: 6000, slope: slope),
+      Self.bass(8, hz: 150, slope: slope), Self.mid(-5, hz: 700, q: 2),
+      Self.treble(10, hz: 6000, slope: slope),
     ]).check(h, at: T.logFrequencies(), "all bands")
     #expect(points.allSatisfy { !$0.usedAllowance })
     Self.report("eq all bands", points)
@@ -93,7 +94,8 @@ import Testing
   func matchesSox(effect: String, db: Float) throws {
     let amplitude: Float = 0.25  // keeps sox's integer pipeline far from clipping
     let frames = 1 << 16
-    guard let soxResponse = try Sox.impulseResponse([effect, "\(db)"], frames: frames, amplitude: amplitude) else { return }
+    guard let soxResponse = try Sox.impulseResponse([effect, "\(db)"], frames: frames, amplitude: amplitude)
+    else { return }
     #expect(soxResponse.count == frames)
     let key = effect == "bass" ? "bass_db" : "treble_db"
     // sox's defaults: bass at 100 Hz, treble at 3 kHz, width 0.5s (shelf slope 0.5).

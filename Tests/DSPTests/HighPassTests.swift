@@ -61,8 +61,12 @@ import Testing
       #expect(p.referenceDecibels < -30, "0.1 dB missed at \(p.hz) Hz, \(p.referenceDecibels) dB")
     }
     let strict = points.filter { !$0.usedAllowance }.map { abs($0.deviationDecibels) }.max() ?? 0
-    let loose = points.filter(\.usedAllowance).map { "\(Int($0.hz)) Hz \(String(format: "%.1f", $0.referenceDecibels)) dB off \(String(format: "%.2f", $0.deviationDecibels)) dB (error/allowance \(String(format: "%.2f", $0.complexError / $0.roundOffAllowance)))" }
-    T.measured("highpass \(cutoff) Hz \(slope) dB/oct: worst deviation \(String(format: "%.4f", strict)) dB; round-off points: \(loose)")
+    let loose = points.filter(\.usedAllowance).map {
+      "\(Int($0.hz)) Hz \(String(format: "%.1f", $0.referenceDecibels)) dB off \(String(format: "%.2f", $0.deviationDecibels)) dB (error/allowance \(String(format: "%.2f", $0.complexError / $0.roundOffAllowance)))"
+    }
+    T.measured(
+      "highpass \(cutoff) Hz \(slope) dB/oct: worst deviation \(String(format: "%.4f", strict)) dB; round-off points: \(loose)"
+    )
   }
 
   @Test("Both channels are filtered identically")

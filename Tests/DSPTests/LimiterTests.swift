@@ -42,7 +42,9 @@ import Testing
     // Gain recovers after the burst: the last 50 ms of the quiet tail are back within 1 dB.
     let tail = (4 * quarter - 2400)..<(4 * quarter)
     #expect(T.peak(left[tail]) > 0.05 * 0.89)
-    T.measured("limiter \(ceilingDb) dB: peak \(peak), ceiling \(exact) (\(peak <= exact ? "at or under" : "one ulp over") the exact Float ceiling)")
+    T.measured(
+      "limiter \(ceilingDb) dB: peak \(peak), ceiling \(exact) (\(peak <= exact ? "at or under" : "one ulp over") the exact Float ceiling)"
+    )
   }
 
   @Test("Full-scale square, DC and single-sample spikes never exceed the ceiling")

@@ -92,7 +92,8 @@ import Testing
     let bound = 3 * steady + 1e-4 + Self.extraAllowance(c)
     for change in changes {
       let jump = T.maxJump(output, in: change..<(change + Self.window))
-      #expect(jump <= bound, "\(key): jump \(jump) after the change at \(change), steady \(steady), bound \(bound)")
+      #expect(
+        jump <= bound, "\(key): jump \(jump) after the change at \(change), steady \(steady), bound \(bound)")
     }
     let worst = changes.map { T.maxJump(output, in: $0..<($0 + Self.window)) }.max()!
     T.measured("step \(c.testDescription): worst jump \(worst), steady \(steady), bound \(bound)")

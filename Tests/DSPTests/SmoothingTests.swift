@@ -94,7 +94,8 @@ import Testing
     for i in 1..<up.count {
       let r = Double(up[i]) / Double(up[i - 1])
       worstRatio = max(worstRatio, r)
-      #expect(r >= 1 - Self.rampSlack && r <= ratio + Self.rampSlack, "frame \(i): ratio \(r), bound \(ratio)")
+      #expect(
+        r >= 1 - Self.rampSlack && r <= ratio + Self.rampSlack, "frame \(i): ratio \(r), bound \(ratio)")
     }
     let jump = Double(T.maxJump(up, in: 0..<up.count))
     #expect(jump <= stepBound + 1e-6, "largest step \(jump), bound \(stepBound)")
@@ -104,10 +105,13 @@ import Testing
       T.chain("input", ["gain_db": 20]), x: x, before: 512, frames: 48_000, key: "input.gain_db", value: -40)
     for i in 1..<down.count {
       let r = Double(down[i - 1]) / Double(down[i])
-      #expect(r >= 1 - Self.rampSlack && r <= ratio + Self.rampSlack, "frame \(i): ratio \(r), bound \(ratio)")
+      #expect(
+        r >= 1 - Self.rampSlack && r <= ratio + Self.rampSlack, "frame \(i): ratio \(r), bound \(ratio)")
     }
     #expect(down.last == x * DSPMath.gain(decibels: -40))
-    T.measured("input.gain_db -40→+20: worst ratio \(worstRatio) (bound \(ratio)), largest step \(jump) (bound \(stepBound))")
+    T.measured(
+      "input.gain_db -40→+20: worst ratio \(worstRatio) (bound \(ratio)), largest step \(jump) (bound \(stepBound))"
+    )
   }
 
   /// A settled parameter is exactly its target (the documented snap), whatever its magnitude:
@@ -121,7 +125,10 @@ import Testing
     let y = T.processMono(chain, x)
     let g = DSPMath.gain(decibels: db)
     let off = zip(y, x).filter { $0 != $1 * g }.count
-    #expect(off == 0, "gain_db \(db) did not settle on its target: \(off) of \(y.count) samples differ (e.g. \(y[0]) vs \(x[0] * g))")
+    #expect(
+      off == 0,
+      "gain_db \(db) did not settle on its target: \(off) of \(y.count) samples differ (e.g. \(y[0]) vs \(x[0] * g))"
+    )
   }
 
   /// Hosts whose buffers are not a multiple of 32 frames get a shorter final sub-block of n

@@ -76,15 +76,20 @@ enum Sox {
   /// for an impulse of `amplitude`; nil (with a recorded issue) when sox is unavailable or fails.
   static func impulseResponse(_ effect: [String], frames: Int, amplitude: Float) throws -> [Float]? {
     guard path != nil else {
-      Issue.record("sox is not installed (looked in \(candidates.joined(separator: ", "))); install it (apt-get install sox) to run this comparison")
+      Issue.record(
+        "sox is not installed (looked in \(candidates.joined(separator: ", "))); install it (apt-get install sox) to run this comparison"
+      )
       return nil
     }
-    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("dsptests-sox-\(UUID().uuidString)")
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent(
+      "dsptests-sox-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: dir) }
     let input = dir.appendingPathComponent("in.wav")
     let output = dir.appendingPathComponent("out.wav")
-    try FloatWAV.write(TestSignals.impulse(frames: frames, amplitude: amplitude), sampleRate: Int(TestSignals.sampleRate), to: input)
+    try FloatWAV.write(
+      TestSignals.impulse(frames: frames, amplitude: amplitude), sampleRate: Int(TestSignals.sampleRate),
+      to: input)
     let result = try run([input.path, "-e", "floating-point", "-b", "32", output.path] + effect)
     guard result.status == 0 else {
       Issue.record("sox \(effect.joined(separator: " ")) failed (\(result.status)): \(result.stderr)")

@@ -9,9 +9,12 @@ public struct NoiseGate: VoiceUnit {
   public static let summary = "Noise gate that mutes room noise between phrases."
   public static let parameters = [
     ParameterSpec("threshold_db", unit: "dBFS", range: -96...0, default: -60, "Level that opens the gate."),
-    ParameterSpec("hysteresis_db", unit: "dB", range: 0...24, default: 6, "How far below the threshold the level must fall to close."),
+    ParameterSpec(
+      "hysteresis_db", unit: "dB", range: 0...24, default: 6,
+      "How far below the threshold the level must fall to close."),
     ParameterSpec("attack_ms", unit: "ms", range: 0.1...100, default: 1, "Opening time."),
-    ParameterSpec("hold_ms", unit: "ms", range: 0...2000, default: 100, "Time the gate stays open after the level falls."),
+    ParameterSpec(
+      "hold_ms", unit: "ms", range: 0...2000, default: 100, "Time the gate stays open after the level falls."),
     ParameterSpec("release_ms", unit: "ms", range: 5...4000, default: 200, "Closing time."),
     ParameterSpec("range_db", unit: "dB", range: -96...0, default: -60, "Attenuation when closed."),
   ]
@@ -85,9 +88,11 @@ public struct Compressor: VoiceUnit {
   public static let typeName = "compressor"
   public static let summary = "Compressor that evens out the voice's level."
   public static let parameters = [
-    ParameterSpec("threshold_db", unit: "dBFS", range: -60...0, default: -18, "Level above which gain is reduced."),
+    ParameterSpec(
+      "threshold_db", unit: "dBFS", range: -60...0, default: -18, "Level above which gain is reduced."),
     ParameterSpec("ratio", unit: ":1", range: 1...20, default: 3, "Input dB over threshold per output dB."),
-    ParameterSpec("knee_db", unit: "dB", range: 0...24, default: 6, "Width of the soft knee around the threshold."),
+    ParameterSpec(
+      "knee_db", unit: "dB", range: 0...24, default: 6, "Width of the soft knee around the threshold."),
     ParameterSpec("attack_ms", unit: "ms", range: 0.1...200, default: 10, "Time to reduce gain."),
     ParameterSpec("release_ms", unit: "ms", range: 5...2000, default: 150, "Time to restore gain."),
     ParameterSpec("makeup_db", unit: "dB", range: 0...24, default: 0, "Gain added after compression."),
@@ -108,7 +113,9 @@ public struct Compressor: VoiceUnit {
   /// The static gain reduction (positive dB) for an input level, with a quadratic soft knee.
   /// - Realtime: safe
   @inline(__always)
-  public static func reduction(levelDecibels x: Float, threshold t: Float, ratio r: Float, knee w: Float) -> Float {
+  public static func reduction(levelDecibels x: Float, threshold t: Float, ratio r: Float, knee w: Float)
+    -> Float
+  {
     let over = x - t
     let slope = 1 - 1 / r
     if 2 * over <= -w { return 0 }
@@ -216,7 +223,8 @@ public struct Limiter: VoiceUnit {
   public static let summary = "Brick-wall safety limiter: the output never exceeds the ceiling."
   public static let parameters = [
     ParameterSpec("ceiling_db", unit: "dBFS", range: -40...0, default: -1, "Highest output peak."),
-    ParameterSpec("release_ms", unit: "ms", range: 1...1000, default: 60, "Time to restore gain after a peak."),
+    ParameterSpec(
+      "release_ms", unit: "ms", range: 1...1000, default: 60, "Time to restore gain after a peak."),
   ]
   private var sampleRate: Float = 48000
   private var gain: Float = 1

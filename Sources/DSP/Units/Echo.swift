@@ -4,8 +4,11 @@ public struct Echo: VoiceUnit {
   public static let summary = "Echo: repeats of the voice added at a level below the dry signal."
   public static let parameters = [
     ParameterSpec("time_ms", unit: "ms", range: 1...2000, default: 300, "Time between repeats."),
-    ParameterSpec("feedback", unit: "", range: 0...0.95, default: 0.3, "Level of each repeat relative to the previous one."),
-    ParameterSpec("mix", unit: "", range: 0...1, default: 0.25, "Level of the echoes added to the unchanged dry voice."),
+    ParameterSpec(
+      "feedback", unit: "", range: 0...0.95, default: 0.3,
+      "Level of each repeat relative to the previous one."),
+    ParameterSpec(
+      "mix", unit: "", range: 0...1, default: 0.25, "Level of the echoes added to the unchanged dry voice."),
   ]
   /// The longest delay time.
   public static let maximumMilliseconds: Float = 2000

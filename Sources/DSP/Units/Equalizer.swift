@@ -5,13 +5,19 @@ public struct Equalizer: VoiceUnit {
   public static let summary = "Bass shelf, mid peak and treble shelf (RBJ cookbook biquads)."
   public static let parameters = [
     ParameterSpec("bass_db", unit: "dB", range: -20...20, default: 0, "Low-shelf gain."),
-    ParameterSpec("bass_hz", unit: "Hz", range: 20...1000, default: 100, "Low-shelf corner frequency (sox's default 100)."),
+    ParameterSpec(
+      "bass_hz", unit: "Hz", range: 20...1000, default: 100, "Low-shelf corner frequency (sox's default 100)."
+    ),
     ParameterSpec("mid_db", unit: "dB", range: -20...20, default: 0, "Peaking-band gain."),
     ParameterSpec("mid_hz", unit: "Hz", range: 100...10000, default: 1000, "Peaking-band centre frequency."),
     ParameterSpec("mid_q", unit: "Q", range: 0.1...10, default: 1, "Peaking-band Q (higher is narrower)."),
     ParameterSpec("treble_db", unit: "dB", range: -20...20, default: 0, "High-shelf gain."),
-    ParameterSpec("treble_hz", unit: "Hz", range: 1000...16000, default: 3000, "High-shelf corner frequency (sox's default 3000)."),
-    ParameterSpec("shelf_slope", unit: "S", range: 0.1...1, default: 0.5, "Shelf slope S of both shelves (sox's default width 0.5)."),
+    ParameterSpec(
+      "treble_hz", unit: "Hz", range: 1000...16000, default: 3000,
+      "High-shelf corner frequency (sox's default 3000)."),
+    ParameterSpec(
+      "shelf_slope", unit: "S", range: 0.1...1, default: 0.5,
+      "Shelf slope S of both shelves (sox's default width 0.5)."),
   ]
   private var bass = StereoBiquad()
   private var mid = StereoBiquad()

@@ -12,7 +12,8 @@ public struct Reverb: VoiceUnit {
   public static let parameters = [
     ParameterSpec("room_size", unit: "", range: 0...1, default: 0.5, "Room size (decay time)."),
     ParameterSpec("damping", unit: "", range: 0...1, default: 0.5, "High-frequency damping of the tail."),
-    ParameterSpec("mix", unit: "%", range: 0...100, default: 15, "Wet share of the output: 0 dry only, 100 reverb only."),
+    ParameterSpec(
+      "mix", unit: "%", range: 0...100, default: 15, "Wet share of the output: 0 dry only, 100 reverb only."),
     ParameterSpec("width", unit: "%", range: 0...100, default: 100, "Stereo width of the tail."),
   ]
   // Freeverb's tunings at 44.1 kHz.
