@@ -10,6 +10,9 @@ let package = Package(
     // Thin system-library targets: a module map and a shim header each.
     .systemLibrary(name: "CJack", pkgConfig: "jack", providers: [.apt(["libjack-jackd2-dev"])]),
     .systemLibrary(name: "CSndfile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
+    .systemLibrary(name: "CLilv", pkgConfig: "lilv-0", providers: [.apt(["liblilv-dev", "lv2-dev"])]),
+    // The C half of LV2 hosting: the variadic log functions and a lock-free log queue.
+    .target(name: "CLV2Support"),
 
     // Pure Swift voice DSP: no JACK, no lilv, no files.
     .target(name: "DSP"),
@@ -17,8 +20,11 @@ let package = Package(
     // The engine/host layer: the JACK client and everything the audio thread touches.
     .target(name: "LiveMicEngine", dependencies: ["CJack", "DSP"]),
 
+    // The LV2 host (part of the engine/host layer): plugin discovery, instances, host features.
+    .target(name: "LV2Host", dependencies: ["DSP", "CLilv", "CLV2Support", "CJack"]),
+
     // The supervisor/control layer: presets, offline rendering, benchmark. Never real-time.
-    .target(name: "LiveMicControl", dependencies: ["LiveMicEngine", "DSP", "CSndfile"]),
+    .target(name: "LiveMicControl", dependencies: ["LiveMicEngine", "LV2Host", "DSP", "CSndfile"]),
 
     // Argument parsing and wiring only.
     .executableTarget(name: "livemic", dependencies: ["LiveMicControl"]),

@@ -9,7 +9,8 @@ public protocol ChainStage: AnyObject {
   var latencyFrames: Int { get }
   /// Prepares for a sample rate and maximum block size. May allocate.
   func prepare(sampleRate: Double, maxFrames: Int)
-  /// Processes one sub-block in place, reading its parameter targets.
+  /// Processes a block in place, reading its parameter targets: built-in units get sub-blocks
+  /// of at most `VoiceChain.subBlockFrames`, other stages (plugins) the host's whole block.
   /// - Realtime: safe
   func process(_ block: StereoBlock, targets: ParameterTargets)
   /// Clears signal state.

@@ -6,6 +6,11 @@ public enum ParameterKind: Sendable, Equatable {
   case toggle
   /// One of a fixed list of values; applied at the next sub-block.
   case choice([Float])
+  /// A whole number in the range; applied at the next sub-block.
+  case integer
+  /// A value the stage reports (a plugin's control output): read-only, written by the audio
+  /// thread.
+  case output
 }
 
 /// The documented description of one parameter of a unit.
@@ -47,8 +52,10 @@ public struct ParameterSpec: Sendable, Equatable {
   public func sanitize(_ value: Float) -> Float {
     if value.isNaN { return defaultValue }
     switch kind {
-    case .continuous:
+    case .continuous, .output:
       return min(max(value, minimum), maximum)
+    case .integer:
+      return min(max(value.rounded(), minimum), maximum)
     case .toggle:
       return value >= 0.5 ? 1 : 0
     case .choice(let options):

@@ -63,10 +63,10 @@ public final class VoiceChain: @unchecked Sendable {
   }
 
   /// Sets the target of `key`, sanitized to its range. Returns the value used, or nil when the
-  /// chain has no such parameter. Thread: any.
+  /// chain has no such settable parameter (read-only outputs are not). Thread: any.
   @discardableResult
   public func set(_ key: String, _ value: Float) -> Float? {
-    guard let p = parameter(key) else { return nil }
+    guard let p = parameter(key), p.spec.kind != .output else { return nil }
     let v = p.spec.sanitize(value)
     targets.set(p.index, v)
     return v
@@ -103,14 +103,17 @@ public final class VoiceChain: @unchecked Sendable {
     for s in 0..<count {
       var offset = 0
       while offset < frames {
-        let n = min(Self.subBlockFrames, frames - offset)
-        let block = StereoBlock(left: left + offset, right: right + offset, frames: n)
         if let builtin = order[s].builtin {
+          let n = min(Self.subBlockFrames, frames - offset)
+          let block = StereoBlock(left: left + offset, right: right + offset, frames: n)
           builtin._withUnsafeGuaranteedRef { $0.process(block, targets: targets) }
+          offset += n
         } else {
+          // Other stages (plugins) take the whole block: they may need the host's period.
+          let block = StereoBlock(left: left + offset, right: right + offset, frames: frames - offset)
           order[s].stage.process(block, targets: targets)
+          offset = frames
         }
-        offset += n
       }
     }
   }

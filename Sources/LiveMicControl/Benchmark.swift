@@ -42,13 +42,13 @@ public enum Benchmark {
     }
     for unit in BuiltinUnits.types {
       var stage =
-        voice.chain.first { $0.type == unit.typeName }
+        voice.units.first { $0.type == unit.typeName }
         ?? StageDescription(id: unit.typeName, type: unit.typeName)
       stage.bypassed = false
       let chain = try build([stage])
       rows.append((unit.typeName, time(chain, &left, &right, frames) / samples))
     }
-    let chain = try build(voice.stages)
+    let chain = try build(voice.units)
     let chainSeconds = time(chain, &left, &right, frames)
     rows.append(("whole voice chain", chainSeconds / samples))
 

@@ -1,6 +1,7 @@
 import DSP
 import Dispatch
 import Foundation
+import LV2Host
 import LiveMicEngine
 import Synchronization
 
@@ -16,6 +17,8 @@ public struct RunOptions: Sendable {
   public var connectIn: [String]?
   public var connectOut: [String]?
   public var noConnect = false
+  /// LV2 plugin URIs appended to the chain (before the output volume).
+  public var plugins: [String] = []
 
   public init() {}
 }
@@ -26,6 +29,7 @@ public enum SessionError: Error, CustomStringConvertible {
   case override(OverrideError)
   case chain(ChainError)
   case engine(EngineError)
+  case plugin(id: String, PluginError)
 
   public var description: String {
     switch self {
@@ -33,6 +37,7 @@ public enum SessionError: Error, CustomStringConvertible {
     case .override(let e): return e.description
     case .chain(let e): return e.description
     case .engine(let e): return e.description
+    case .plugin(let id, let e): return "plugin stage '\(id)': \(e.description)"
     }
   }
 }
@@ -43,6 +48,7 @@ public final class LiveSession: @unchecked Sendable {
   private let options: RunOptions
   private let stopRequested = Atomic<Bool>(false)
   private var signalSources: [any DispatchSourceSignal] = []
+  private var plugins: [PluginStage] = []
 
   public init(options: RunOptions) {
     self.options = options
@@ -51,13 +57,26 @@ public final class LiveSession: @unchecked Sendable {
   /// Loads the preset and applies the overrides (before JACK is touched, so a bad preset is
   /// reported without opening a client).
   public static func stages(for options: RunOptions, library: PresetLibrary = PresetLibrary())
-    throws(SessionError) -> (Preset, [StageDescription])
+    throws(SessionError) -> (Preset, [ChainEntry])
   {
     let preset: Preset
     do { preset = try library.load(options.preset) } catch { throw .preset(error) }
     do {
-      let stages = try preset.stages(applying: options.overrides)
-      return (preset, stages)
+      var entries = preset.entries
+      // --plugin entries go before the final output stage.
+      for uri in options.plugins {
+        var id = PluginIdentifiers.suggestedId(for: uri)
+        var n = 2
+        while entries.contains(where: { $0.id == id }) {
+          id = PluginIdentifiers.suggestedId(for: uri) + "\(n)"
+          n += 1
+        }
+        let at = entries.lastIndex { $0.unit?.type == OutputVolume.typeName } ?? entries.count
+        entries.insert(.plugin(PluginDescription(id: id, uri: uri)), at: at)
+      }
+      var withPlugins = preset
+      withPlugins.chain = entries
+      return (preset, try withPlugins.stages(applying: options.overrides))
     } catch { throw .override(error) }
   }
 
@@ -68,10 +87,13 @@ public final class LiveSession: @unchecked Sendable {
     do {
       client = try JackClient(name: options.clientName, server: options.serverName)
     } catch { throw .engine(error) }
-    let chain: VoiceChain
-    do {
-      chain = try ChainAssembly.build(stages, sampleRate: client.sampleRate)
-    } catch { throw .chain(error) }
+    let settings = HostSettings(
+      sampleRate: client.sampleRate, maxBlockFrames: client.bufferFrames,
+      nominalBlockFrames: client.bufferFrames, fixedBlocks: true)
+    let built = try ChainBuilder.build(stages, settings: settings)
+    for message in built.skipped { Log.error(message) }
+    let chain = built.chain
+    plugins = built.plugins
     let state: ProcessState
     do {
       try client.registerPorts(inputCount: options.inputCount)
@@ -168,6 +190,9 @@ public final class LiveSession: @unchecked Sendable {
         Log.info("xruns: \(xruns - reportedXruns) new, \(xruns) in total")
         reportedXruns = xruns
         lastXrunReport = .now()
+      }
+      for plugin in plugins {
+        for line in plugin.drainLog() { Log.info("plugin '\(plugin.id)': \(line)") }
       }
       let frames = events.bufferFrames.load(ordering: .relaxed)
       if frames != bufferFrames {

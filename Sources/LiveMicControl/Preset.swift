@@ -1,11 +1,35 @@
 import DSP
 import Foundation
+import LV2Host
+
+/// One entry of a chain: a built-in unit or an LV2 plugin.
+///
+/// Thread: any (value type).
+public enum ChainEntry: Sendable, Equatable {
+  case unit(StageDescription)
+  case plugin(PluginDescription)
+
+  /// The stage id (the first part of its parameter keys).
+  public var id: String {
+    switch self {
+    case .unit(let d): return d.id
+    case .plugin(let d): return d.id
+    }
+  }
+
+  /// The built-in unit's description, if this is one.
+  public var unit: StageDescription? {
+    if case .unit(let d) = self { return d }
+    return nil
+  }
+}
 
 /// A preset: a named chain of stages with their parameters, read from a JSON file.
 ///
 /// Format (see README "Presets"):
 /// `{"name": "...", "description": "...", "volume": 0.3,
-///   "chain": [{"unit": "eq", "id": "eq", "bypass": false, "params": {"bass_db": 2}}, ...]}`
+///   "chain": [{"unit": "eq", "id": "eq", "bypass": false, "params": {"bass_db": 2}},
+///             {"lv2": "URI", "id": "amp", "params": {"gain": 3}, "preset": "label"}, ...]}`
 /// Thread: any (value type).
 public struct Preset: Sendable, Equatable {
   public var name: String
@@ -13,12 +37,12 @@ public struct Preset: Sendable, Equatable {
   /// Output volume (0–1); sets `output.volume`.
   public var volume: Float?
   /// The stages in order. An `output` stage is appended when the chain has none.
-  public var chain: [StageDescription]
+  public var chain: [ChainEntry]
   /// Where it was read from (nil for built-in values).
   public var path: String?
 
   public init(
-    name: String, description: String, volume: Float?, chain: [StageDescription], path: String? = nil
+    name: String, description: String, volume: Float?, chain: [ChainEntry], path: String? = nil
   ) {
     self.name = name
     self.description = description
@@ -27,18 +51,23 @@ public struct Preset: Sendable, Equatable {
     self.path = path
   }
 
-  /// The stages to build: the chain, with an `output` stage appended when missing and the
+  /// The entries to build: the chain, with an `output` stage appended when missing and the
   /// preset's volume applied to it.
-  public var stages: [StageDescription] {
-    var stages = chain
-    if !stages.contains(where: { $0.type == OutputVolume.typeName }) {
-      stages.append(StageDescription(id: OutputVolume.typeName, type: OutputVolume.typeName))
+  public var entries: [ChainEntry] {
+    var entries = chain
+    let isOutput = { (e: ChainEntry) in e.unit?.type == OutputVolume.typeName }
+    if !entries.contains(where: isOutput) {
+      entries.append(.unit(StageDescription(id: OutputVolume.typeName, type: OutputVolume.typeName)))
     }
-    if let volume, let i = stages.lastIndex(where: { $0.type == OutputVolume.typeName }) {
-      stages[i].values["volume"] = volume
+    if let volume, let i = entries.lastIndex(where: isOutput), case .unit(var d) = entries[i] {
+      d.values["volume"] = volume
+      entries[i] = .unit(d)
     }
-    return stages
+    return entries
   }
+
+  /// The built-in units of `entries`, in order.
+  public var units: [StageDescription] { entries.compactMap(\.unit) }
 }
 
 /// Why a preset could not be used. Each message is one sentence naming the file and key.
@@ -93,13 +122,23 @@ extension Preset {
     guard let entries = top["chain"]?.array else {
       throw .invalid(path: path, key: "chain", reason: "expected an array of stages")
     }
-    var chain: [StageDescription] = []
+    var chain: [ChainEntry] = []
+    var ids: Set<String> = []
     for (i, entry) in entries.enumerated() {
-      chain.append(try stage(entry, key: "chain[\(i)]", path: path))
+      let key = "chain[\(i)]"
+      let parsed =
+        entry.object?["lv2"] != nil
+        ? try plugin(entry, key: key, path: path) : .unit(try stage(entry, key: key, path: path))
+      guard ids.insert(parsed.id).inserted else {
+        throw .invalid(
+          path: path, key: "\(key).id",
+          reason: "stage id '\(parsed.id)' is used twice; give each stage its own id")
+      }
+      chain.append(parsed)
     }
     let preset = Preset(name: name, description: description, volume: volume, chain: chain, path: path)
     do {
-      try ChainAssembly.validate(preset.stages)
+      try ChainAssembly.validate(preset.units)
     } catch {
       throw .invalid(path: path, key: "chain", reason: error.description)
     }
@@ -114,6 +153,53 @@ extension Preset {
         path: path, key: prefix + extra,
         reason: "unknown key (allowed: \(allowed.sorted().joined(separator: ", ")))")
     }
+  }
+
+  /// An LV2 entry: `{"lv2": URI, "id": ..., "params": {symbol: value}, "preset": ..., "bypass": ...}`.
+  /// Symbols and ranges are checked when the plugin is instantiated (it needs the plugin's data).
+  private static func plugin(_ entry: JSONValue, key: String, path: String) throws(PresetError) -> ChainEntry
+  {
+    let object = entry.object ?? [:]
+    try checkKeys(
+      object, allowed: ["lv2", "id", "bypass", "params", "preset"], prefix: key + ".", path: path)
+    guard let uri = object["lv2"]?.string, !uri.isEmpty else {
+      throw .invalid(path: path, key: "\(key).lv2", reason: "expected the plugin's URI")
+    }
+    var id = PluginIdentifiers.suggestedId(for: uri)
+    if let i = object["id"] {
+      guard let text = i.string else {
+        throw .invalid(path: path, key: "\(key).id", reason: "expected a string")
+      }
+      id = text
+    }
+    var bypassed = false
+    if let b = object["bypass"] {
+      guard let flag = b.bool else {
+        throw .invalid(path: path, key: "\(key).bypass", reason: "expected true or false")
+      }
+      bypassed = flag
+    }
+    var preset: String?
+    if let p = object["preset"] {
+      guard let text = p.string else {
+        throw .invalid(path: path, key: "\(key).preset", reason: "expected a preset URI or label")
+      }
+      preset = text
+    }
+    var values: [String: Float] = [:]
+    if let p = object["params"] {
+      guard let params = p.object else {
+        throw .invalid(
+          path: path, key: "\(key).params", reason: "expected an object of control values by port symbol")
+      }
+      for (name, raw) in params {
+        guard let value = raw.number.map(Float.init) ?? raw.bool.map({ $0 ? 1 : 0 }) else {
+          throw .invalid(path: path, key: "\(key).params.\(name)", reason: "expected a number")
+        }
+        values[name] = value
+      }
+    }
+    return .plugin(PluginDescription(id: id, uri: uri, values: values, preset: preset, bypassed: bypassed))
   }
 
   private static func stage(_ entry: JSONValue, key: String, path: String) throws(PresetError)

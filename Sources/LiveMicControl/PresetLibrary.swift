@@ -1,5 +1,6 @@
 import DSP
 import Foundation
+import LV2Host
 
 /// Finds presets: `$XDG_CONFIG_HOME/livemic/presets` (default `~/.config/livemic/presets`),
 /// then the installed `presets/` folder; a name with a `/` or ending in `.json` is a path.
@@ -135,28 +136,41 @@ public enum OverrideError: Error, Equatable, CustomStringConvertible {
 }
 
 extension Preset {
-  /// The stages with `overrides` applied (so they are the initial values, not smoothed to).
-  public func stages(applying overrides: [ParameterOverride]) throws(OverrideError) -> [StageDescription] {
-    var stages = self.stages
+  /// The entries with `overrides` applied (so they are the initial values, not smoothed to).
+  /// A plugin's controls are checked when it is instantiated.
+  public func stages(applying overrides: [ParameterOverride]) throws(OverrideError) -> [ChainEntry] {
+    var entries = self.entries
     for o in overrides {
       guard let dot = o.key.lastIndex(of: "."), dot != o.key.startIndex else { throw .unknownKey(o.key) }
       let id = String(o.key[..<dot])
       let name = String(o.key[o.key.index(after: dot)...])
-      guard let i = stages.firstIndex(where: { $0.id == id }),
-        let unit = BuiltinUnits.type(named: stages[i].type)
-      else { throw .unknownStage(key: o.key, stage: id, stages: stages.map(\.id)) }
-      if name == BuiltinUnits.bypassParameter.name {
-        stages[i].bypassed = o.value >= 0.5
-        continue
+      guard let i = entries.firstIndex(where: { $0.id == id }) else {
+        throw .unknownStage(key: o.key, stage: id, stages: entries.map(\.id))
       }
-      guard let spec = unit.parameters.first(where: { $0.name == name }) else {
-        throw .unknownStage(key: o.key, stage: id, stages: stages.map(\.id))
+      switch entries[i] {
+      case .plugin(var d):
+        if name == BuiltinUnits.bypassParameter.name {
+          d.bypassed = o.value >= 0.5
+        } else {
+          d.values[name] = o.value
+        }
+        entries[i] = .plugin(d)
+      case .unit(var d):
+        guard let unit = BuiltinUnits.type(named: d.type) else { continue }
+        if name == BuiltinUnits.bypassParameter.name {
+          d.bypassed = o.value >= 0.5
+        } else {
+          guard let spec = unit.parameters.first(where: { $0.name == name }) else {
+            throw .unknownStage(key: o.key, stage: id, stages: entries.map(\.id))
+          }
+          guard o.value >= spec.minimum && o.value <= spec.maximum else {
+            throw .outOfRange(key: o.key, value: o.value, range: spec.minimum...spec.maximum)
+          }
+          d.values[name] = o.value
+        }
+        entries[i] = .unit(d)
       }
-      guard o.value >= spec.minimum && o.value <= spec.maximum else {
-        throw .outOfRange(key: o.key, value: o.value, range: spec.minimum...spec.maximum)
-      }
-      stages[i].values[name] = o.value
     }
-    return stages
+    return entries
   }
 }

@@ -25,7 +25,17 @@ public enum Reference {
   public static func presetDetails(_ preset: Preset) -> String {
     var text = "\(preset.name): \(preset.description)\n"
     if let path = preset.path { text += "file: \(path)\n" }
-    for stage in preset.stages {
+    for entry in preset.entries {
+      guard case .unit(let stage) = entry else {
+        if case .plugin(let p) = entry {
+          text +=
+            "  \(p.id) (lv2 \(p.uri))\(p.bypassed ? "  [bypassed]" : "")\(p.preset.map { "  preset '\($0)'" } ?? "")\n"
+          for (symbol, value) in p.values.sorted(by: { $0.key < $1.key }) {
+            text += "    \(p.id).\(symbol) = \(format(value))\n"
+          }
+        }
+        continue
+      }
       guard let unit = BuiltinUnits.type(named: stage.type) else { continue }
       let label = stage.id == stage.type ? stage.id : "\(stage.id) (\(stage.type))"
       text += "  \(label)\(stage.bypassed ? "  [bypassed]" : "")\n"
@@ -64,7 +74,7 @@ public enum Reference {
         switch spec.kind {
         case .choice(let options): range = options.map(format).joined(separator: " or ")
         case .toggle: range = "0 or 1"
-        case .continuous: range = "\(format(spec.minimum)) to \(format(spec.maximum))"
+        case .continuous, .integer, .output: range = "\(format(spec.minimum)) to \(format(spec.maximum))"
         }
         if markdown {
           text +=

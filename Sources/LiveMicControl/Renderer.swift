@@ -1,6 +1,7 @@
 import CSndfile
 import DSP
 import Foundation
+import LV2Host
 
 /// What `livemic render` was asked to do.
 ///
@@ -12,6 +13,8 @@ public struct RenderOptions: Sendable {
   public var outputPath = ""
   /// Frames per block handed to the chain (the JACK period it imitates).
   public var blockFrames = 256
+  /// LV2 plugin URIs appended to the chain.
+  public var plugins: [String] = []
   /// Whether to print a progress line on standard error.
   public var showProgress = isatty(2) != 0
 
@@ -46,7 +49,8 @@ public enum Renderer {
     var run = RunOptions()
     run.preset = options.preset
     run.overrides = options.overrides
-    let stages: [StageDescription]
+    run.plugins = options.plugins
+    let stages: [ChainEntry]
     do { stages = try LiveSession.stages(for: run).1 } catch { throw .session(error) }
 
     var inInfo = SF_INFO()
@@ -66,11 +70,14 @@ public enum Renderer {
     }
     defer { sf_close(output) }
 
-    let chain: VoiceChain
-    do {
-      chain = try ChainAssembly.build(stages, sampleRate: Double(inInfo.samplerate))
-    } catch { throw .session(.chain(error)) }
     let block = max(1, options.blockFrames)
+    let settings = HostSettings(
+      sampleRate: Double(inInfo.samplerate), maxBlockFrames: block, nominalBlockFrames: block,
+      fixedBlocks: false)
+    let built: BuiltChain
+    do { built = try ChainBuilder.build(stages, settings: settings) } catch { throw .session(error) }
+    for message in built.skipped { FileHandle.standardError.write(Data("livemic: error: \(message)\n".utf8)) }
+    let chain = built.chain
     let channels = Int(inInfo.channels)
     var interleaved = [Float](repeating: 0, count: block * max(channels, 2))
     var left = [Float](repeating: 0, count: block)

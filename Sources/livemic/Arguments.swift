@@ -12,6 +12,8 @@ enum Command {
   case presets(show: String?)
   case params(markdown: Bool)
   case bench(BenchOptions)
+  case plugins(filter: String?, json: Bool)
+  case pluginShow(uri: String, json: Bool)
   case help(String?)
   case version
 }
@@ -84,7 +86,7 @@ func portList(_ text: String) -> [String] {
 
 func parseCommandLine(_ arguments: [String]) throws(UsageError) -> Command {
   var words = arguments
-  let subcommands = ["run", "render", "presets", "params", "bench", "help"]
+  let subcommands = ["run", "render", "presets", "params", "bench", "plugins", "help"]
   let sub = words.first.flatMap { subcommands.contains($0) ? $0 : nil } ?? "run"
   if words.first == sub { words.removeFirst() }
   var reader = ArgumentReader(words)
@@ -101,6 +103,25 @@ func parseCommandLine(_ arguments: [String]) throws(UsageError) -> Command {
       throw UsageError(message: "use 'livemic presets' or 'livemic presets show NAME'")
     }
     return .presets(show: reader.positional[1])
+  case "plugins":
+    var json = false
+    while let o = reader.nextOption() {
+      switch o {
+      case "--json": json = true
+      case "-h", "--help": return .help("plugins")
+      default: throw UsageError(message: "unknown option '\(o)' for 'livemic plugins'")
+      }
+    }
+    if reader.positional.first == "show" {
+      guard reader.positional.count == 2 else {
+        throw UsageError(message: "use 'livemic plugins show URI'")
+      }
+      return .pluginShow(uri: reader.positional[1], json: json)
+    }
+    guard reader.positional.count <= 1 else {
+      throw UsageError(message: "use 'livemic plugins [--json] [FILTER]'")
+    }
+    return .plugins(filter: reader.positional.first, json: json)
   case "params":
     var markdown = false
     while let o = reader.nextOption() {
@@ -129,6 +150,7 @@ func parseCommandLine(_ arguments: [String]) throws(UsageError) -> Command {
       case "-p", "--preset": options.preset = try reader.value(for: o)
       case "-c", "--set": options.overrides.append(try reader.override(for: o))
       case "--frames": options.blockFrames = try reader.int(for: o, in: 1...65536)
+      case "--plugin": options.plugins.append(try reader.value(for: o))
       case "-h", "--help": return .help("render")
       default: throw UsageError(message: "unknown option '\(o)' for 'livemic render'")
       }
@@ -151,6 +173,7 @@ func parseCommandLine(_ arguments: [String]) throws(UsageError) -> Command {
       case "--connect-in": options.connectIn = portList(try reader.value(for: o))
       case "--connect-out": options.connectOut = portList(try reader.value(for: o))
       case "--no-connect": options.noConnect = true
+      case "--plugin": options.plugins.append(try reader.value(for: o))
       case "-h", "--help": return .help("run")
       case "--version": return .version
       default: throw UsageError(message: "unknown option '\(o)'")

@@ -9,6 +9,8 @@ let mainHelp = """
     livemic presets [show NAME]          list presets, or print one
     livemic params [--markdown]          list every parameter with range and default
     livemic bench [--seconds N]          measure the chain's speed against sox
+    livemic plugins [--json] [FILTER]    list installed LV2 plugins (and whether LiveMic can host them)
+    livemic plugins show URI             a plugin's ports, presets, features and latency
 
   RUN OPTIONS
     -n, --name NAME          JACK client name (default: livemic)
@@ -21,6 +23,8 @@ let mainHelp = """
         --connect-out PORT[,PORT]   playback ports to connect out_1, out_2 to
                                     (default: the first two physical playback ports)
         --no-connect         register the ports and connect nothing
+        --plugin URI         append an LV2 plugin to the chain (repeatable); its controls
+                             are parameters ID.SYMBOL (see 'livemic plugins show URI')
     -h, --help               this help
         --version            print the version
 
@@ -34,10 +38,11 @@ let mainHelp = """
     livemic -s studio -n vox -i 2 --connect-in system:capture_1,system:capture_2
     livemic --no-connect                      then patch it in qjackctl
     livemic render -p podcast take1.wav take1-processed.flac
+    livemic --plugin http://lv2plug.in/plugins/eg-amp -c eg-amp.gain=-6
   """
 
 let renderHelp = """
-  USAGE: livemic render [-p PRESET] [-c KEY=VALUE]... [--frames N] IN OUT
+  USAGE: livemic render [-p PRESET] [-c KEY=VALUE]... [--plugin URI]... [--frames N] IN OUT
 
   Runs the live chain's very code over IN (any format libsndfile reads: WAV, FLAC, OGG, AIFF…)
   at IN's sample rate, in blocks of N frames (default 256), and writes OUT in the format its
@@ -72,8 +77,19 @@ let benchHelp = """
   same run, and prints the ratio.
   """
 
+let pluginsHelp = """
+  USAGE: livemic plugins [--json] [FILTER]
+         livemic plugins show [--json] URI
+
+  Lists the installed LV2 plugins (on LV2_PATH) whose URI, name or class contains FILTER: URI,
+  name, class, audio inputs→outputs, and, when LiveMic cannot host one, the reason. 'show'
+  prints a plugin's ports (symbol, name, range, default, unit, properties), presets, required
+  and optional features and declared latency.
+  """
+
 func help(for topic: String?) -> String {
   switch topic {
+  case "plugins": return pluginsHelp
   case "render": return renderHelp
   case "presets": return presetsHelp
   case "params": return paramsHelp

@@ -28,6 +28,12 @@ case .presets(let name?):
   }
 case .params(let markdown):
   print(Reference.parameters(markdown: markdown), terminator: "")
+case .plugins(let filter, let json):
+  print(PluginReference.list(filter: filter, json: json), terminator: "")
+case .pluginShow(let uri, let json):
+  do { print(try PluginReference.show(uri: uri, json: json), terminator: "") } catch {
+    fail(error.description, status: 1)
+  }
 case .render(let options):
   do { try Renderer.render(options) } catch { fail(error.description, status: 1) }
 case .bench(let options):

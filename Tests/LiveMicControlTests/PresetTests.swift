@@ -17,14 +17,14 @@ struct PresetTests {
     let preset = try shipped.load(name)
     #expect(preset.name == name)
     #expect(!preset.description.isEmpty)
-    let chain = try ChainAssembly.build(preset.stages, sampleRate: 48000)
+    let chain = try ChainAssembly.build(preset.units, sampleRate: 48000)
     #expect(chain.latencyFrames == 0)
   }
 
   @Test("every shipped preset but flat ends with the limiter on, before the output volume")
   func limiterIsLast() throws {
     for (name, result) in shipped.all() where name != "flat" {
-      let stages = try result.get().stages
+      let stages = try result.get().units
       let last = stages.last { $0.type != OutputVolume.typeName }
       #expect(last?.type == Limiter.typeName && last?.bypassed == false, "\(name)")
       #expect(stages.last?.type == OutputVolume.typeName, "\(name)")
@@ -34,7 +34,7 @@ struct PresetTests {
   @Test("flat bypasses every unit at volume 1")
   func flatIsFlat() throws {
     let flat = try shipped.load("flat")
-    for stage in flat.stages where stage.type != OutputVolume.typeName {
+    for stage in flat.units where stage.type != OutputVolume.typeName {
       #expect(stage.bypassed, "\(stage.id)")
     }
     #expect(flat.volume == 1)
@@ -44,7 +44,7 @@ struct PresetTests {
   func defaultVolume() throws {
     let voice = try shipped.load("voice")
     #expect(voice.volume == nil)
-    let chain = try ChainAssembly.build(voice.stages, sampleRate: 48000)
+    let chain = try ChainAssembly.build(voice.units, sampleRate: 48000)
     #expect(chain.targets.value(chain.parameter("output.volume")!.index) == 0.3)
     #expect(try shipped.load("hearing").volume == 0.2)
   }
@@ -138,8 +138,8 @@ struct OverrideTests {
     let stages = try voice.stages(applying: [
       ParameterOverride(key: "eq.bass_db", value: 4), ParameterOverride(key: "echo.bypass", value: 0),
     ])
-    #expect(stages.first { $0.id == "eq" }?.values["bass_db"] == 4)
-    #expect(stages.first { $0.id == "echo" }?.bypassed == false)
+    #expect(stages.first { $0.id == "eq" }?.unit?.values["bass_db"] == 4)
+    #expect(stages.first { $0.id == "echo" }?.unit?.bypassed == false)
     #expect(throws: OverrideError.self) {
       try voice.stages(applying: [ParameterOverride(key: "eq.nope", value: 1)])
     }

@@ -1,0 +1,34 @@
+/// How the host runs plugins, which decides the block-length features it can promise.
+///
+/// Thread: any (value type).
+public struct HostSettings: Sendable, Equatable {
+  /// The sample rate plugins are instantiated at.
+  public var sampleRate: Double
+  /// The largest block a plugin is run with (JACK's period; the renderer's --frames).
+  public var maxBlockFrames: Int
+  /// The block length plugins are usually run with.
+  public var nominalBlockFrames: Int
+  /// True when every run has exactly `nominalBlockFrames` frames (live JACK periods).
+  public var fixedBlocks: Bool
+
+  public init(sampleRate: Double, maxBlockFrames: Int, nominalBlockFrames: Int, fixedBlocks: Bool) {
+    self.sampleRate = sampleRate
+    self.maxBlockFrames = maxBlockFrames
+    self.nominalBlockFrames = nominalBlockFrames
+    self.fixedBlocks = fixedBlocks
+  }
+
+  /// Features provided only when the blocks allow them.
+  static let conditional: Set<String> = [URI.fixedBlockLength, URI.powerOf2BlockLength]
+
+  /// Whether a conditional feature can be provided under these settings.
+  func provides(_ feature: String) -> Bool {
+    if URI.alwaysProvided.contains(feature) { return true }
+    switch feature {
+    case URI.fixedBlockLength: return fixedBlocks
+    case URI.powerOf2BlockLength:
+      return fixedBlocks && nominalBlockFrames > 0 && nominalBlockFrames & (nominalBlockFrames - 1) == 0
+    default: return false
+    }
+  }
+}

@@ -1,0 +1,27 @@
+/// Why a plugin stage could not be made. Each message is one sentence.
+public enum PluginError: Error, Equatable, CustomStringConvertible {
+  case unknownURI(String)
+  case unsupported(uri: String, reason: String)
+  case instantiation(uri: String)
+  case unknownPreset(uri: String, preset: String, available: [String])
+  case unknownControl(id: String, symbol: String, known: [String])
+  case outOfRange(id: String, symbol: String, value: Float, range: ClosedRange<Float>)
+
+  public var description: String {
+    switch self {
+    case .unknownURI(let uri):
+      return "no LV2 plugin with URI '\(uri)' is installed ('livemic plugins' lists them)"
+    case .unsupported(let uri, let reason):
+      return "LiveMic cannot host '\(uri)': \(reason)"
+    case .instantiation(let uri):
+      return "the plugin '\(uri)' failed to instantiate"
+    case .unknownPreset(let uri, let preset, let available):
+      return "the plugin '\(uri)' has no preset '\(preset)'"
+        + (available.isEmpty ? " (it has none)" : " (it has: \(available.joined(separator: ", ")))")
+    case .unknownControl(let id, let symbol, let known):
+      return "stage '\(id)' has no control '\(symbol)' (it has: \(known.joined(separator: ", ")))"
+    case .outOfRange(let id, let symbol, let value, let range):
+      return "\(value) is outside the range of '\(id).\(symbol)' (\(range.lowerBound) to \(range.upperBound))"
+    }
+  }
+}

@@ -1,0 +1,93 @@
+/// What a plugin port is.
+public enum PortKind: String, Sendable, Codable {
+  case audio, control, atom, cv, unknown
+}
+
+/// One port of a plugin, as its description says.
+///
+/// Thread: any (value type).
+public struct PortInfo: Sendable, Codable, Equatable {
+  public var index: Int
+  public var symbol: String
+  public var name: String
+  public var kind: PortKind
+  public var isInput: Bool
+  public var minimum: Float
+  public var maximum: Float
+  public var defaultValue: Float
+  /// The unit's symbol (`dB`, `Hz`, `ms`) when the port declares one.
+  public var unit: String?
+  public var toggled: Bool
+  public var integer: Bool
+  public var logarithmic: Bool
+  /// Labelled values, for enumeration ports (and any port with scale points).
+  public var scalePoints: [ScalePoint]
+  public var enumeration: Bool
+  /// The control output that reports the plugin's latency in frames.
+  public var reportsLatency: Bool
+  public var connectionOptional: Bool
+  /// Minimum buffer size (bytes) an atom port asks for.
+  public var minimumSize: Int?
+
+  public struct ScalePoint: Sendable, Codable, Equatable {
+    public var label: String
+    public var value: Float
+  }
+}
+
+/// An LV2 preset of a plugin.
+public struct PresetInfo: Sendable, Codable, Equatable {
+  public var uri: String
+  public var label: String
+}
+
+/// Everything `livemic plugins` shows about an installed plugin.
+///
+/// Thread: any (value type).
+public struct PluginInfo: Sendable, Codable, Equatable {
+  public var uri: String
+  public var name: String
+  public var className: String
+  public var audioInputs: Int
+  public var audioOutputs: Int
+  public var ports: [PortInfo]
+  public var presets: [PresetInfo]
+  public var requiredFeatures: [String]
+  public var optionalFeatures: [String]
+  /// Index of the latency-reporting control output, if any.
+  public var latencyPort: Int?
+  /// Nil when LiveMic can host it; otherwise the one reason it cannot (one sentence).
+  public var unsupportedReason: String?
+
+  public var canHost: Bool { unsupportedReason == nil }
+
+  /// How many instances run on the stereo chain: a mono plugin runs as two.
+  public var instancesOnStereoChain: Int { audioInputs == 1 && audioOutputs == 1 ? 2 : 1 }
+
+  /// The channel rule for a layout, or nil when the layout is supported.
+  static func layoutProblem(inputs: Int, outputs: Int) -> String? {
+    switch (inputs, outputs) {
+    case (1, 1), (1, 2), (2, 2): return nil
+    default:
+      return "it has \(inputs) audio input(s) and \(outputs) output(s), and LiveMic's stereo chain hosts "
+        + "1→1 (run as two instances), 1→2 and 2→2 plugins"
+    }
+  }
+}
+
+/// Stage ids for plugins.
+public enum PluginIdentifiers {
+  /// A readable id from a URI: its last path or fragment part, lower-cased, with anything but
+  /// letters, digits, `_` and `-` replaced by `_` (`http://lv2plug.in/plugins/eg-amp` → `eg-amp`,
+  /// `http://gareus.org/oss/lv2/dpl#stereo` → `dpl_stereo`).
+  public static func suggestedId(for uri: String) -> String {
+    var parts = uri.split(whereSeparator: { $0 == "/" }).map(String.init)
+    var last = parts.popLast() ?? "plugin"
+    if let hash = last.firstIndex(of: "#") {
+      last = last[..<hash] + "_" + last[last.index(after: hash)...]
+    }
+    var id = String(last.lowercased().map { $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" ? $0 : "_" })
+    if !(id.first?.isLetter ?? false) { id = "lv2_" + id }
+    return id
+  }
+}
