@@ -23,11 +23,18 @@ extension PluginStage {
   private func run(_ block: StereoBlock, targets: ParameterTargets) {
     let frames = block.frames
     let first = firstParameter
-    // Controls: continuous ones move like built-in parameters (20 ms time constant).
-    let alpha = 1 - expf(-Float(frames) / (0.020 * Float(sampleRate)))
-    for i in 0..<controlInputs.count {
+    let rt = self.rt
+    // Controls: continuous ones move like built-in parameters (20 ms time constant); settled
+    // ones cost one comparison.
+    var alpha = smoothingAlpha
+    if frames != smoothingFrames {
+      alpha = 1 - expf(-Float(frames) / (0.020 * Float(sampleRate)))
+      (smoothingAlpha, smoothingFrames) = (alpha, frames)
+    }
+    for i in 0..<rt.controlInputCount {
       let target = targets.value(first &+ i)
       var c = current[i]
+      if target.bitPattern == c.bitPattern { continue }
       if smoothed[i] {
         let d = target - c
         let next = c + d * alpha
@@ -36,10 +43,11 @@ extension PluginStage {
         c = target
       }
       current[i] = c
-      let port = controlInputs[i]
-      for k in 0..<controls.count { controls[k][port] = c }
+      let port = rt.controlInputs[i]
+      rt.controls0[port] = c
+      rt.controls1?[port] = c
     }
-    let bypassTarget: Float = targets.value(first &+ controlInputs.count) >= 0.5 ? 1 : 0
+    let bypassTarget: Float = targets.value(first &+ rt.controlInputCount) >= 0.5 ? 1 : 0
     if bypassMix == 1 && bypassTarget == 1 { return }
     let crossfading = bypassMix != bypassTarget
     if crossfading {
@@ -48,46 +56,39 @@ extension PluginStage {
     }
 
     // Atom ports: an empty sequence in, a whole buffer offered out, every cycle.
-    for k in 0..<instances.count {
-      for (buffer, _) in atomIn[k] {
-        let atom = buffer.assumingMemoryBound(to: UInt32.self)
-        atom[0] = 8  // sizeof(LV2_Atom_Sequence_Body)
-        atom[1] = sequenceType
-        atom[2] = 0  // unit
-        atom[3] = 0  // pad
-      }
-      for (buffer, bytes) in atomOut[k] {
-        let atom = buffer.assumingMemoryBound(to: UInt32.self)
-        atom[0] = UInt32(bytes - 8)
-        atom[1] = chunkType
-      }
+    for i in 0..<rt.atomInputCount {
+      let atom = rt.atomInputs[i].assumingMemoryBound(to: UInt32.self)
+      atom[0] = 8  // sizeof(LV2_Atom_Sequence_Body)
+      atom[1] = sequenceType
+      atom[2] = 0  // unit
+      atom[3] = 0  // pad
+    }
+    for i in 0..<rt.atomOutputCount {
+      let (buffer, bytes) = rt.atomOutputs[i]
+      let atom = buffer.assumingMemoryBound(to: UInt32.self)
+      atom[0] = UInt32(bytes - 8)
+      atom[1] = chunkType
     }
 
-    // Audio in, run, audio out, per channel layout.
-    if instances.count == 2 {
-      audioIn[0][0].update(from: block.left, count: frames)
-      audioIn[1][0].update(from: block.right, count: frames)
-    } else if audioIn[0].count == 1 {
-      let mono = audioIn[0][0]
+    // Audio in, run, audio out.
+    if let inputRight = rt.inputRight {
+      rt.inputLeft.update(from: block.left, count: frames)
+      inputRight.update(from: block.right, count: frames)
+    } else {
+      let mono = rt.inputLeft
       for f in 0..<frames {
         let (l, r) = (block.left[f], block.right[f])
         mono[f] = (l + r) * 0.5
       }
-    } else {
-      audioIn[0][0].update(from: block.left, count: frames)
-      audioIn[0][1].update(from: block.right, count: frames)
     }
-    for k in 0..<instances.count {
-      lilv_instance_run(instances[k], UInt32(frames))
-      if hasWorker[k] { features[k].worker.deliverResponses() }
+    lilv_instance_run(rt.instance0, UInt32(frames))
+    rt.worker0?._withUnsafeGuaranteedRef { $0.deliverResponses() }
+    if let instance1 = rt.instance1 {
+      lilv_instance_run(instance1, UInt32(frames))
+      rt.worker1?._withUnsafeGuaranteedRef { $0.deliverResponses() }
     }
-    if instances.count == 2 {
-      block.left.update(from: audioOut[0][0], count: frames)
-      block.right.update(from: audioOut[1][0], count: frames)
-    } else {
-      block.left.update(from: audioOut[0][0], count: frames)
-      block.right.update(from: audioOut[0][1], count: frames)
-    }
+    block.left.update(from: rt.outputLeft, count: frames)
+    block.right.update(from: rt.outputRight, count: frames)
 
     // A plugin that produced a non-finite sample is muted for the block, not passed on.
     var sum: Float = 0
@@ -110,9 +111,9 @@ extension PluginStage {
     }
 
     // Control outputs of the first instance become the read-only parameters.
-    let outputsFirst = first &+ controlInputs.count &+ 1
-    for j in 0..<controlOutputs.count {
-      targets.set(outputsFirst &+ j, controls[0][controlOutputs[j]])
+    let outputsFirst = first &+ rt.controlInputCount &+ 1
+    for j in 0..<rt.controlOutputCount {
+      targets.set(outputsFirst &+ j, rt.controls0[rt.controlOutputs[j]])
     }
   }
 }

@@ -59,10 +59,15 @@ public final class PluginStage: ChainStage, @unchecked Sendable {
   let dryLeft: UnsafeMutablePointer<Float>
   let dryRight: UnsafeMutablePointer<Float>
   var bypassMix: Float
+  /// The control smoothing coefficient for blocks of `smoothingFrames` (recomputed on change).
+  var smoothingAlpha: Float = 1
+  var smoothingFrames = 0
   let bypassStep: Float
   let sequenceType: UInt32
   let chunkType: UInt32
   let hasWorker: [Bool]
+  /// The same storage as flat pointers, for the audio thread (no array access, no retains).
+  let rt: RealtimeView
   private let otherBuffers: [UnsafeMutablePointer<Float>]
   private let world: LV2World
 
@@ -237,6 +242,10 @@ public final class PluginStage: ChainStage, @unchecked Sendable {
       lilv_instance_activate(instance)
     }
     hasWorker = workers
+    rt = RealtimeView(
+      instances: instances, workers: zip(features, workers).map { $1 ? $0.worker : nil }, controls: controls,
+      audioIn: audioIn, audioOut: audioOut, atomIn: atomIn, atomOut: atomOut,
+      controlInputs: inputs.map(\.index), controlOutputs: info.ports.filter { $0.kind == .control && !$0.isInput }.map(\.index))
   }
 
   deinit {
@@ -249,6 +258,7 @@ public final class PluginStage: ChainStage, @unchecked Sendable {
     for list in audioIn + audioOut { for b in list { b.deallocate() } }
     for b in otherBuffers { b.deallocate() }
     for list in atomIn + atomOut { for (b, _) in list { b.deallocate() } }
+    rt.deallocate()
     smoothed.deallocate()
     current.deallocate()
     dryLeft.deallocate()
@@ -294,6 +304,74 @@ public final class PluginStage: ChainStage, @unchecked Sendable {
 
   /// Log lines the plugin instances wrote since the last call. Off the audio thread.
   public func drainLog() -> [String] { features.flatMap { $0.drainLog(map: world.urids) } }
+}
+
+/// A plugin stage's audio-thread storage as plain pointers and counts.
+struct RealtimeView {
+  let instance0: UnsafeMutablePointer<LilvInstance>
+  let instance1: UnsafeMutablePointer<LilvInstance>?
+  let worker0: Unmanaged<PluginWorker>?
+  let worker1: Unmanaged<PluginWorker>?
+  let controls0: UnsafeMutablePointer<Float>
+  let controls1: UnsafeMutablePointer<Float>?
+  /// Audio buffers: for two mono instances, instance 0 is left and instance 1 right; for a
+  /// mono-in plugin `inputRight` is nil (it gets the mean of both channels).
+  let inputLeft: UnsafeMutablePointer<Float>
+  let inputRight: UnsafeMutablePointer<Float>?
+  let outputLeft: UnsafeMutablePointer<Float>
+  let outputRight: UnsafeMutablePointer<Float>
+  let atomInputs: UnsafeMutablePointer<UnsafeMutableRawPointer>
+  let atomInputCount: Int
+  let atomOutputs: UnsafeMutablePointer<(UnsafeMutableRawPointer, Int)>
+  let atomOutputCount: Int
+  let controlInputs: UnsafeMutablePointer<Int>
+  let controlInputCount: Int
+  let controlOutputs: UnsafeMutablePointer<Int>
+  let controlOutputCount: Int
+
+  init(
+    instances: [UnsafeMutablePointer<LilvInstance>], workers: [PluginWorker?], controls: [UnsafeMutablePointer<Float>],
+    audioIn: [[UnsafeMutablePointer<Float>]], audioOut: [[UnsafeMutablePointer<Float>]],
+    atomIn: [[(UnsafeMutableRawPointer, Int)]], atomOut: [[(UnsafeMutableRawPointer, Int)]],
+    controlInputs inputs: [Int], controlOutputs outputs: [Int]
+  ) {
+    let two = instances.count == 2
+    instance0 = instances[0]
+    instance1 = two ? instances[1] : nil
+    worker0 = workers[0].map { Unmanaged.passUnretained($0) }
+    worker1 = two ? workers[1].map { Unmanaged.passUnretained($0) } : nil
+    controls0 = controls[0]
+    controls1 = two ? controls[1] : nil
+    if two {
+      (inputLeft, inputRight) = (audioIn[0][0], audioIn[1][0])
+      (outputLeft, outputRight) = (audioOut[0][0], audioOut[1][0])
+    } else {
+      inputLeft = audioIn[0][0]
+      inputRight = audioIn[0].count > 1 ? audioIn[0][1] : nil
+      (outputLeft, outputRight) = (audioOut[0][0], audioOut[0][1])
+    }
+    let ins = atomIn.flatMap { $0.map(\.0) }
+    atomInputCount = ins.count
+    atomInputs = .allocate(capacity: max(ins.count, 1))
+    for (i, p) in ins.enumerated() { atomInputs[i] = p }
+    let outs = atomOut.flatMap { $0 }
+    atomOutputCount = outs.count
+    atomOutputs = .allocate(capacity: max(outs.count, 1))
+    for (i, p) in outs.enumerated() { (atomOutputs + i).initialize(to: p) }
+    controlInputCount = inputs.count
+    controlInputs = .allocate(capacity: max(controlInputCount, 1))
+    for (i, p) in inputs.enumerated() { controlInputs[i] = p }
+    controlOutputCount = outputs.count
+    controlOutputs = .allocate(capacity: max(controlOutputCount, 1))
+    for (i, p) in outputs.enumerated() { controlOutputs[i] = p }
+  }
+
+  func deallocate() {
+    atomInputs.deallocate()
+    atomOutputs.deallocate()
+    controlInputs.deallocate()
+    controlOutputs.deallocate()
+  }
 }
 
 /// Applies an LV2 state (preset) to an instance, collecting port values by symbol.

@@ -81,6 +81,22 @@ public enum PluginReference {
     let audioOutputs: Int
     let canHost: Bool
     let reason: String?
+
+    enum CodingKeys: String, CodingKey {
+      case uri, name, className, audioInputs, audioOutputs, canHost, reason
+    }
+
+    /// Every key in every row: `reason` is null when the plugin can be hosted.
+    func encode(to encoder: any Encoder) throws {
+      var c = encoder.container(keyedBy: CodingKeys.self)
+      try c.encode(uri, forKey: .uri)
+      try c.encode(name, forKey: .name)
+      try c.encode(className, forKey: .className)
+      try c.encode(audioInputs, forKey: .audioInputs)
+      try c.encode(audioOutputs, forKey: .audioOutputs)
+      try c.encode(canHost, forKey: .canHost)
+      try c.encode(reason, forKey: .reason)
+    }
   }
 
   private static func encode<T: Encodable>(_ value: T) -> String {

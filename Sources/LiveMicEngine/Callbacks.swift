@@ -7,7 +7,8 @@ import CJack
 /// - Realtime: safe
 func livemicProcess(frames: jack_nframes_t, context: UnsafeMutableRawPointer?) -> Int32 {
   guard let context else { return 0 }
-  return Unmanaged<ProcessState>.fromOpaque(context).takeUnretainedValue().process(frames: frames)
+  // No retain/release pair per cycle: the state outlives activation.
+  return Unmanaged<ProcessState>.fromOpaque(context)._withUnsafeGuaranteedRef { $0.process(frames: frames) }
 }
 
 /// Server shutdown: set a flag and wake the supervisor; nothing else is allowed here.

@@ -19,13 +19,12 @@ public final class ChainSlot: @unchecked Sendable {
     if let p = UnsafeRawPointer(bitPattern: raw) { Unmanaged<VoiceChain>.fromOpaque(p).release() }
   }
 
-  /// The chain to run this cycle.
+  /// The chain to run this cycle, unretained (the slot keeps it alive until it is retired).
   /// - Realtime: safe
   @inline(__always)
-  public func current() -> VoiceChain {
+  public func current() -> Unmanaged<VoiceChain> {
     let raw = pointer.load(ordering: .acquiring)
     return Unmanaged<VoiceChain>.fromOpaque(UnsafeRawPointer(bitPattern: raw)!)
-      .takeUnretainedValue()
   }
 
   /// Marks the end of a cycle: chains published before this point are no longer in use.

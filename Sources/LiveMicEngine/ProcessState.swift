@@ -56,10 +56,10 @@ public final class ProcessState: @unchecked Sendable {
     let right = out2.assumingMemoryBound(to: Float.self)
     left.update(from: inL, count: n)
     right.update(from: inR, count: n)
-    slot.current().process(left: left, right: right, frames: n)
+    slot.current()._withUnsafeGuaranteedRef { $0.process(left: left, right: right, frames: n) }
     ramp.apply(left: left, right: right, frames: n)
     var peak: Float = 0
-    for f in 0..<n { peak = max(peak, abs(left[f]), abs(right[f])) }
+    for f in 0..<n { peak = max(peak, max(abs(left[f]), abs(right[f]))) }
     outputPeakBits.store(peak.bitPattern, ordering: .relaxed)
     lastFrames.store(frames, ordering: .relaxed)
     cycles.add(1, ordering: .relaxed)
