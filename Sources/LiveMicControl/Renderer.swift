@@ -113,6 +113,11 @@ public enum Renderer {
       }
     }
     if options.showProgress { FileHandle.standardError.write(Data("\n".utf8)) }
+    for plugin in built.plugins {
+      for line in plugin.drainLog() {
+        FileHandle.standardError.write(Data("livemic: plugin '\(plugin.id)': \(line)\n".utf8))
+      }
+    }
     return done
   }
 
