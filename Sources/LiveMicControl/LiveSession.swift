@@ -49,6 +49,10 @@ public final class LiveSession: @unchecked Sendable {
   private let stopRequested = Atomic<Bool>(false)
   private var signalSources: [any DispatchSourceSignal] = []
   private var plugins: [PluginStage] = []
+  /// Wakes the supervisor: JACK's callbacks (of every client it opens) and the signal handlers.
+  private let wake = DispatchSemaphore(value: 0)
+  /// The connections LiveMic's ports have, kept across server restarts.
+  private let book = ConnectionBook()
 
   public init(options: RunOptions) {
     self.options = options
@@ -80,33 +84,102 @@ public final class LiveSession: @unchecked Sendable {
     } catch { throw .override(error) }
   }
 
-  /// Runs until SIGINT/SIGTERM (exit status 0) or the server goes away (status 1).
+  /// Runs until SIGINT/SIGTERM (exit status 0). When the server goes away, closes the dead
+  /// client and reconnects by itself (see `reconnect`).
   public func run() throws(SessionError) -> Int32 {
     let (preset, stages) = try Self.stages(for: options)
-    let client: JackClient
+    JackMessages.install()
+    var client: JackClient
     do {
-      client = try JackClient(name: options.clientName, server: options.serverName)
+      client = try JackClient(name: options.clientName, server: options.serverName, wake: wake)
     } catch { throw .engine(error) }
-    let settings = HostSettings(
-      sampleRate: client.sampleRate, maxBlockFrames: client.bufferFrames,
-      nominalBlockFrames: client.bufferFrames, fixedBlocks: true)
-    let built = try ChainBuilder.build(stages, settings: settings)
+    let built = try ChainBuilder.build(stages, settings: Self.settings(for: client))
     for message in built.skipped { Log.error(message) }
-    let chain = built.chain
+    var chain = built.chain
     plugins = built.plugins
-    let state: ProcessState
-    do {
-      try client.registerPorts(inputCount: options.inputCount)
-      state = try client.start(chain: chain)
-    } catch { throw .engine(error) }
+    var state: ProcessState
+    do { state = try start(client, chain: chain) } catch { throw .engine(error) }
     Log.info(
-      "client '\(client.name)' on server '\(options.serverName ?? JackClient.defaultServerName)': "
+      "client '\(client.name)' on server '\(serverLabel)': "
         + "\(Int(client.sampleRate)) Hz, \(client.bufferFrames) frames per period, preset '\(preset.name)'")
     connect(client)
+    book.record(client)
     logLatency(client, chainLatencyFrames: chain.latencyFrames)
-    installSignalHandlers(wake: client.events.wake)
-    let status = supervise(client, state: state)
-    return status
+    installSignalHandlers()
+    while true {
+      switch supervise(client, state: state) {
+      case .stop:
+        return 0
+      case .serverLost:
+        Log.error("the JACK server '\(serverLabel)' went away; reconnecting when it is back")
+        JackMessages.setQuiet(true)  // closing the dead client and polling print noise
+        client.close()
+        guard let next = reconnect(entries: stages, chain: &chain) else { return 0 }
+        (client, state) = next
+      }
+    }
+  }
+
+  private var serverLabel: String { options.serverName ?? JackClient.defaultServerName }
+
+  /// How plugins are run on this client: at its rate, in blocks of its period.
+  static func settings(for client: JackClient) -> HostSettings {
+    HostSettings(
+      sampleRate: client.sampleRate, maxBlockFrames: client.bufferFrames,
+      nominalBlockFrames: client.bufferFrames, fixedBlocks: true)
+  }
+
+  /// Registers the ports and activates `chain` on `client`.
+  private func start(_ client: JackClient, chain: VoiceChain) throws(EngineError) -> ProcessState {
+    try client.registerPorts(inputCount: options.inputCount)
+    return try client.start(chain: chain)
+  }
+
+  /// Reopens the client under the same name once a server of the same name accepts clients
+  /// again (retrying after 20 ms, backing off to 1 s), re-prepares the chain if the sample rate
+  /// changed (keeping every parameter value), restarts audio with the start-quiet ramp and
+  /// restores every connection the ports had. Nil when asked to stop meanwhile.
+  private func reconnect(entries: [ChainEntry], chain: inout VoiceChain) -> (JackClient, ProcessState)? {
+    let lostAt = DispatchTime.now()
+    var delayMilliseconds = 20
+    defer { JackMessages.setQuiet(false) }
+    while true {
+      if stopRequested.load(ordering: .acquiring) { return nil }
+      _ = wake.wait(timeout: .now() + .milliseconds(delayMilliseconds))
+      if stopRequested.load(ordering: .acquiring) { return nil }
+      delayMilliseconds = min(delayMilliseconds * 2, 1000)
+      guard let client = try? JackClient(name: options.clientName, server: options.serverName, wake: wake)
+      else { continue }
+      if client.sampleRate != chain.sampleRate {
+        do {
+          let built = try ChainBuilder.build(entries, settings: Self.settings(for: client))
+          for p in chain.parameters where p.spec.kind != .output {
+            built.chain.set(p.key, chain.targets.value(p.index))
+          }
+          chain = built.chain
+          plugins = built.plugins
+          Log.info("sample rate is now \(Int(client.sampleRate)) Hz: the chain was re-prepared")
+        } catch {
+          Log.error("cannot re-prepare the chain at \(Int(client.sampleRate)) Hz: \(error.description)")
+          client.close()
+          continue
+        }
+      }
+      let state: ProcessState
+      do { state = try start(client, chain: chain) } catch {
+        Log.error(error.description)
+        client.close()
+        continue
+      }
+      book.restore(client)
+      let ms = Double(DispatchTime.now().uptimeNanoseconds - lostAt.uptimeNanoseconds) / 1e6
+      Log.info(
+        "reconnected to '\(serverLabel)' after " + String(format: "%.0f", ms) + " ms: "
+          + "\(Int(client.sampleRate)) Hz, \(client.bufferFrames) frames per period, "
+          + "\(book.restoredCount) connection(s) restored"
+          + (book.pendingCount > 0 ? ", \(book.pendingCount) waiting for their ports" : ""))
+      return (client, state)
+    }
   }
 
   private func connect(_ client: JackClient) {
@@ -144,7 +217,8 @@ public final class LiveSession: @unchecked Sendable {
         + "\(total) frames (" + String(format: "%.1f", ms) + " ms)")
   }
 
-  private func installSignalHandlers(wake: DispatchSemaphore) {
+  private func installSignalHandlers() {
+    let wake = self.wake
     for sig in [SIGINT, SIGTERM] {
       signal(sig, SIG_IGN)
       let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
@@ -157,8 +231,10 @@ public final class LiveSession: @unchecked Sendable {
     }
   }
 
-  /// Watches the engine's events until asked to stop.
-  private func supervise(_ client: JackClient, state: ProcessState) -> Int32 {
+  enum Outcome { case stop, serverLost }
+
+  /// Watches the engine's events until asked to stop or the server goes away.
+  private func supervise(_ client: JackClient, state: ProcessState) -> Outcome {
     let events = client.events
     var reportedXruns: UInt64 = 0
     var lastXrunReport = DispatchTime(uptimeNanoseconds: 0)
@@ -176,12 +252,14 @@ public final class LiveSession: @unchecked Sendable {
         }
         client.close()
         Log.info("stopped after \(state.cycles.load(ordering: .relaxed)) cycles")
-        return 0
+        return .stop
       }
-      if events.serverLost.load(ordering: .acquiring) {
-        Log.error("the JACK server went away; closing the client")
-        client.close()
-        return 1
+      if events.serverLost.load(ordering: .acquiring) { return .serverLost }
+      // Keep the book of connections current (a user may patch in qjackctl), and make the
+      // connections still waiting for their ports once those appear.
+      if events.graphChanged.exchange(false, ordering: .acquiringAndReleasing) {
+        book.connectPending(client)
+        book.record(client)
       }
       let xruns = events.xruns.load(ordering: .relaxed)
       if xruns != reportedXruns

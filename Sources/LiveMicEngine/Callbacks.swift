@@ -45,3 +45,11 @@ func livemicSampleRate(rate: jack_nframes_t, context: UnsafeMutableRawPointer?) 
   events.wake.signal()
   return 0
 }
+
+/// Ports registered or unregistered, or connections changed: the supervisor re-reads the graph.
+func livemicGraphChanged(context: UnsafeMutableRawPointer?) {
+  guard let context else { return }
+  let events = Unmanaged<EngineEvents>.fromOpaque(context).takeUnretainedValue()
+  events.graphChanged.store(true, ordering: .releasing)
+  events.wake.signal()
+}

@@ -6,8 +6,8 @@ import Synchronization
 ///
 /// Thread: written by libjack's threads, read by the supervisor.
 public final class EngineEvents: @unchecked Sendable {
-  /// Signalled whenever something below changes.
-  public let wake = DispatchSemaphore(value: 0)
+  /// Signalled whenever something below changes (shared across reconnections).
+  public let wake: DispatchSemaphore
   /// Set once the server has shut the client down.
   public let serverLost = Atomic<Bool>(false)
   /// Xruns counted since the client opened.
@@ -21,5 +21,10 @@ public final class EngineEvents: @unchecked Sendable {
   /// Latency the chain adds, in frames, reported to JACK by the latency callback.
   public let chainLatencyFrames = Atomic<UInt32>(0)
 
-  public init() {}
+  /// Set when ports appear or disappear or connections change; the supervisor clears it.
+  public let graphChanged = Atomic<Bool>(false)
+
+  public init(wake: DispatchSemaphore = DispatchSemaphore(value: 0)) {
+    self.wake = wake
+  }
 }

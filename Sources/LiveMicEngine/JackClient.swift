@@ -1,5 +1,6 @@
 import CJack
 import DSP
+import Dispatch
 
 #if canImport(Glibc)
   import Glibc
@@ -21,15 +22,18 @@ public final class JackClient: @unchecked Sendable {
   /// Buffer size at open, in frames.
   public let bufferFrames: Int
   /// What the callbacks report.
-  public let events = EngineEvents()
+  public let events: EngineEvents
   private(set) var inputPorts: [OpaquePointer] = []
   private(set) var outputPorts: [OpaquePointer] = []
   /// The audio thread's state, once started.
   public private(set) var state: ProcessState?
   private var active = false
 
-  /// Opens a client on a running server (never starts one).
-  public init(name: String, server: String?) throws(EngineError) {
+  /// Opens a client on a running server (never starts one). Its callbacks signal `wake`.
+  public init(name: String, server: String?, wake: DispatchSemaphore = DispatchSemaphore(value: 0))
+    throws(EngineError)
+  {
+    events = EngineEvents(wake: wake)
     var status = jack_status_t(rawValue: 0)
     guard let h = livemic_client_open(name, JackNoStartServer, server, &status) else {
       throw .serverUnavailable(server: server ?? Self.defaultServerName, status: status.rawValue)
@@ -91,6 +95,10 @@ public final class JackClient: @unchecked Sendable {
       handle, { livemicBufferSize(frames: $0, context: $1) }, eventsContext)
     jack_set_sample_rate_callback(
       handle, { livemicSampleRate(rate: $0, context: $1) }, eventsContext)
+    jack_set_port_registration_callback(
+      handle, { _, _, context in livemicGraphChanged(context: context) }, eventsContext)
+    jack_set_port_connect_callback(
+      handle, { _, _, _, context in livemicGraphChanged(context: context) }, eventsContext)
     jack_set_latency_callback(
       handle,
       { mode, context in
@@ -149,6 +157,9 @@ public final class JackClient: @unchecked Sendable {
       throw .connection(from: source, to: destination, code: code)
     }
   }
+
+  /// Whether a port of that full name exists now.
+  public func portExists(_ port: String) -> Bool { jack_port_by_name(handle, port) != nil }
 
   /// The ports connected to `port` (full names).
   public func connections(of port: String) -> [String] {

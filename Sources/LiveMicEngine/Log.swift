@@ -1,3 +1,4 @@
+import CJack
 #if canImport(Glibc)
   import Glibc
 #endif
@@ -16,4 +17,23 @@ public enum Log {
 
   /// Writes one line prefixed with `error:`.
   public static func error(_ message: String) { info("error: \(message)") }
+}
+
+/// Routes libjack's own messages into LiveMic's log, and drops them while `quiet` is set (the
+/// supervisor sets it while it polls for a restarted server, when every failed attempt would
+/// print four lines).
+public enum JackMessages {
+  nonisolated(unsafe) static var quiet = false
+
+  /// Installs the handlers. Call once, before opening a client.
+  public static func install() {
+    jack_set_error_function { message in
+      guard !JackMessages.quiet, let message else { return }
+      Log.info("jack: " + String(cString: message))
+    }
+    jack_set_info_function { _ in }
+  }
+
+  /// Silences libjack's messages (true) or lets them through (false).
+  public static func setQuiet(_ value: Bool) { quiet = value }
 }

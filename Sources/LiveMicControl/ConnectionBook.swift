@@ -1,0 +1,66 @@
+import LiveMicEngine
+
+/// The connections of LiveMic's ports, as last seen: those LiveMic made and those a user made
+/// (in qjackctl, with jack_connect…). After a server restart they are made again; a connection
+/// whose other port does not exist yet waits until that port appears.
+///
+/// Thread: the supervisor.
+final class ConnectionBook {
+  /// (LiveMic's port short name, the other port's full name, LiveMic's port is an output).
+  private struct Connection: Hashable {
+    let ours: String
+    let theirs: String
+    let output: Bool
+  }
+  private var known: Set<Connection> = []
+  private var pending: Set<Connection> = []
+  private(set) var restoredCount = 0
+
+  var pendingCount: Int { pending.count }
+
+  /// Reads the current connections of the client's ports.
+  func record(_ client: JackClient) {
+    var now: Set<Connection> = []
+    for (full, output) in client.inputPortNames.map({ ($0, false) }) + client.outputPortNames.map({ ($0, true) }) {
+      let short = String(full.split(separator: ":", maxSplits: 1).last ?? "")
+      for other in client.connections(of: full) {
+        now.insert(Connection(ours: short, theirs: other, output: output))
+      }
+    }
+    // A connection whose other port vanished (its client quit, the server is stopping) stays
+    // wanted and is made again when the port reappears; one a user undid is forgotten.
+    for c in known where !now.contains(c) && !client.portExists(c.theirs) {
+      pending.insert(c)
+    }
+    pending.subtract(now)
+    known = now.union(pending)
+  }
+
+  /// Makes every known connection on a new client; those whose port is missing wait.
+  func restore(_ client: JackClient) {
+    restoredCount = 0
+    pending = []
+    for c in known {
+      if connect(c, client) { restoredCount += 1 } else { pending.insert(c) }
+    }
+  }
+
+  /// Makes the waiting connections whose ports now exist.
+  func connectPending(_ client: JackClient) {
+    for c in pending where connect(c, client) {
+      pending.remove(c)
+      Log.info("connected \(c.output ? "\(client.name):\(c.ours) → \(c.theirs)" : "\(c.theirs) → \(client.name):\(c.ours)") (its port appeared)")
+    }
+  }
+
+  private func connect(_ c: Connection, _ client: JackClient) -> Bool {
+    guard client.portExists(c.theirs) else { return false }
+    let ours = "\(client.name):\(c.ours)"
+    do {
+      if c.output { try client.connect(ours, c.theirs) } else { try client.connect(c.theirs, ours) }
+      return true
+    } catch {
+      return false
+    }
+  }
+}
