@@ -36,6 +36,24 @@ final class ConnectionBook {
     known = now.union(pending)
   }
 
+  /// Connects one of LiveMic's ports (short name) as asked on the command line or by default;
+  /// when the other port does not exist yet, the connection waits for it (reported once).
+  func want(_ ours: String, _ theirs: String, output: Bool, client: JackClient) {
+    let c = Connection(ours: ours, theirs: theirs, output: output)
+    known.insert(c)
+    guard client.portExists(theirs) else {
+      pending.insert(c)
+      Log.info("'\(theirs)' does not exist yet: LiveMic connects to it when it appears")
+      return
+    }
+    let full = "\(client.name):\(ours)"
+    do {
+      if output { try client.connect(full, theirs) } else { try client.connect(theirs, full) }
+    } catch {
+      Log.error(error.description)
+    }
+  }
+
   /// Makes every known connection on a new client; those whose port is missing wait.
   func restore(_ client: JackClient) {
     restoredCount = 0

@@ -103,7 +103,6 @@ public final class LiveSession: @unchecked Sendable {
       "client '\(client.name)' on server '\(serverLabel)': "
         + "\(Int(client.sampleRate)) Hz, \(client.bufferFrames) frames per period, preset '\(preset.name)'")
     connect(client)
-    book.record(client)
     logLatency(client, chainLatencyFrames: chain.latencyFrames)
     installSignalHandlers()
     while true {
@@ -193,17 +192,13 @@ public final class LiveSession: @unchecked Sendable {
     let outputs = client.outputPortNames
     if sources.isEmpty { Log.info("no capture ports to connect: patch the inputs by hand") }
     if destinations.isEmpty { Log.info("no playback ports to connect: patch the outputs by hand") }
+    let short = { (full: String) in String(full.split(separator: ":", maxSplits: 1).last ?? "") }
     for (i, source) in sources.enumerated() {
-      attempt { () throws(EngineError) in try client.connect(source, inputs[min(i, inputs.count - 1)]) }
+      book.want(short(inputs[min(i, inputs.count - 1)]), source, output: false, client: client)
     }
     for (i, destination) in destinations.prefix(2).enumerated() {
-      attempt { () throws(EngineError) in try client.connect(outputs[i], destination) }
+      book.want(short(outputs[i]), destination, output: true, client: client)
     }
-  }
-
-  /// Reports a failed connection in one line and carries on: audio keeps running.
-  private func attempt(_ body: () throws(EngineError) -> Void) {
-    do { try body() } catch { Log.error(error.description) }
   }
 
   private func logLatency(_ client: JackClient, chainLatencyFrames: Int) {
@@ -258,6 +253,10 @@ public final class LiveSession: @unchecked Sendable {
       // Keep the book of connections current (a user may patch in qjackctl), and make the
       // connections still waiting for their ports once those appear.
       if events.graphChanged.exchange(false, ordering: .acquiringAndReleasing) {
+        // Let the graph settle first: a client that quits drops its connections a moment
+        // before its ports, and that must not read as a user undoing them.
+        usleep(100_000)
+        _ = events.graphChanged.exchange(false, ordering: .acquiringAndReleasing)
         book.connectPending(client)
         book.record(client)
       }

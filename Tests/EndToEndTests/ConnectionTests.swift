@@ -37,12 +37,12 @@ extension EndToEnd {
       server.stop()
     }
 
-    @Test("a port that does not exist is reported in one line and audio goes on")
+    @Test("a port that does not exist yet is reported in one line and audio goes on")
     func missingPortIsReported() throws {
       let server = try JackServer()
       let livemic = try LiveMicProcess(["-s", server.name, "-n", "lmmiss", "--connect-out", "nobody:here"])
       #expect(livemic.waitForLog("latency capture-to-playback"), "\(livemic.log)")
-      #expect(livemic.log.contains("error: there is no JACK port named 'nobody:here'"))
+      #expect(livemic.log.contains("'nobody:here' does not exist yet: LiveMic connects to it when it appears"))
       #expect(livemic.process.isRunning)
       #expect(livemic.interrupt() == 0)
       server.stop()

@@ -7,17 +7,32 @@ final class JackServer {
   private static let counter = Counter()
   let name: String
   let sampleRate: Int
-  private let process = Process()
+  private var process = Process()
   private let log: URL
 
   init(period: Int = 64, sampleRate: Int = 48000) throws {
     name = "lmtestsrv\(getpid())x\(Self.counter.next())"
     self.sampleRate = sampleRate
     log = FileManager.default.temporaryDirectory.appendingPathComponent("\(name).log")
-    _ = FileManager.default.createFile(atPath: log.path, contents: nil)
     guard FileManager.default.isExecutableFile(atPath: "/usr/bin/jackd") else {
       throw HarnessError("/usr/bin/jackd is missing: install jackd2 (scripts/test does)")
     }
+    try launch(period: period, sampleRate: sampleRate)
+  }
+
+  /// Kills jackd with SIGKILL (as a crash would) and starts a new one under the same name,
+  /// possibly with another period or rate.
+  func killAndRestart(period: Int = 64, sampleRate: Int? = nil) throws {
+    if process.isRunning {
+      kill(process.processIdentifier, SIGKILL)
+      process.waitUntilExit()
+    }
+    try launch(period: period, sampleRate: sampleRate ?? self.sampleRate)
+  }
+
+  private func launch(period: Int, sampleRate: Int) throws {
+    _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+    process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/jackd")
     process.arguments = [
       "-n", name, "--no-realtime", "-d", "dummy", "-r", "\(sampleRate)", "-p", "\(period)",
@@ -42,6 +57,7 @@ final class JackServer {
     watchdog.standardError = FileHandle.nullDevice
     try? watchdog.run()
     // Ready when a client can open without starting a server.
+    let name = self.name
     let ready = waitUntil(seconds: 10) {
       var status = jack_status_t(rawValue: 0)
       guard let c = livemic_client_open("lmprobe", JackNoStartServer, name, &status) else { return false }

@@ -953,3 +953,25 @@ int jack_set_process_callback(void *client, JackProcessCallback cb, void *arg)
     __atomic_store_n(&intercepted, 1, RELAXED);
     return real(client, rtg_process, s);
 }
+
+/* A closed client's slot is free again, so a client that reconnects after a server restart
+ * (a new client each time) stays guarded however often it does. */
+typedef int (*jack_client_close_fn)(void *client);
+static void *real_jcc;
+
+int jack_client_close(void *client)
+{
+    jack_client_close_fn real =
+        (jack_client_close_fn)rtg_resolve(&real_jcc, "jack_client_close");
+    if (!real)
+        return -1;
+    int r = real(client); /* no callback of this client runs after this returns */
+    pthread_mutex_lock(&slots_lock);
+    for (int i = 0; i < MAX_CLIENTS; i++)
+        if (slots[i].client == client) {
+            slots[i].client = NULL;
+            __atomic_store_n(&slots[i].cycles, 0, RELAXED);
+        }
+    pthread_mutex_unlock(&slots_lock);
+    return r;
+}

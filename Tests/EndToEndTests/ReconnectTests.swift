@@ -1,0 +1,82 @@
+import Foundation
+import Testing
+
+extension EndToEnd {
+  @Suite("Surviving JACK server restarts", .serialized)
+  struct ReconnectTests {
+    /// Resident set size of a process, in kilobytes.
+    static func residentKilobytes(_ pid: Int32) -> Int {
+      guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return 0 }
+      let line = text.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+      return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+    }
+
+    /// kill -9 and restart the server ten times while LiveMic runs patched between a generator
+    /// and a capture: each time it reconnects by itself, the connections come back, the known
+    /// signal flows again bit for bit, the process never exits, its memory does not keep
+    /// growing, and the real-time guard counts nothing.
+    @Test("kill -9 and restart the server 10 times: LiveMic reconnects and the signal flows again")
+    func reconnectsAfterKill() throws {
+      let folder = Paths.temporaryFolder("reconnect")
+      defer { try? FileManager.default.removeItem(at: folder) }
+      let counters = folder.appendingPathComponent("rtguard.txt")
+      let server = try JackServer(period: 64)
+      let livemic = try LiveMicProcess(
+        ["-s", server.name, "-n", "lmre", "-p", "flat", "--connect-in", "lmgen:out",
+         "--connect-out", "lmcap:in_2,lmcap:in_3"],
+        guardOutput: counters)
+      var rss: [Int] = []
+      for round in 0...10 {
+        let generator = try TestClient(name: "lmgen", server: server.name, signal: .frameCode, captureChannels: 0)
+        let capture = try TestClient(name: "lmcap", server: server.name, signal: nil, captureChannels: 3)
+        try capture.connect(generator.portName("out"), capture.portName("in_1"))
+        if round == 0 {
+          #expect(livemic.waitForLog("latency capture-to-playback"), "\(livemic.log)")
+        } else {
+          #expect(livemic.waitForLog("reconnected to '\(server.name)'"), "round \(round): \(livemic.log)")
+        }
+        // LiveMic's connections come back (the clients' ports appear after it reconnected).
+        #expect(waitUntil(seconds: 5) { capture.connections(of: "lmre:in_1") == ["lmgen:out"] }, "round \(round): \(livemic.log)")
+        #expect(waitUntil(seconds: 5) { capture.connections(of: "lmre:out_2") == ["lmcap:in_3"] }, "round \(round)")
+        // After the start-quiet ramp the known signal is back, bit for bit, in the same cycle.
+        usleep(1_200_000)
+        let start = capture.frameCount
+        try capture.record(frames: 4800)
+        let direct = capture.recording(channel: 0, from: start)
+        let out = capture.recording(channel: 1, from: start).samples
+        let differing = zip(direct.samples, out).filter { $0.bitPattern != $1.bitPattern }.count
+        #expect(differing == 0 && rms(out[...]) > 0.2, "round \(round): \(differing) samples differ")
+        #expect(livemic.process.isRunning, "LiveMic exited in round \(round)")
+        rss.append(Self.residentKilobytes(livemic.process.processIdentifier))
+        generator.close()
+        capture.close()
+        if round < 10 {
+          // A fresh log marker per round: count reconnections by clearing what was seen.
+          try server.killAndRestart()
+          #expect(waitUntil(seconds: 10) { livemic.log.components(separatedBy: "reconnected to").count - 1 == round + 1 })
+        }
+      }
+      let growth = (rss.last ?? 0) - (rss.dropFirst(2).first ?? 0)
+      #expect(growth < 4096, "RSS grew by \(growth) kB from round 2 to round 10: \(rss)")
+      #expect(livemic.interrupt() == 0)
+      let result = RealtimeGuard.counters(counters)
+      for key in ["malloc", "free", "lock", "wait", "io", "sleep"] {
+        #expect(result[key] == "0", "\(key)=\(result[key] ?? "?")")
+      }
+      server.stop()
+    }
+
+    /// A restart with another buffer size and rate: processing resumes at the new size.
+    @Test("restart with a different period and rate: processing resumes")
+    func restartWithNewSettings() throws {
+      let server = try JackServer(period: 64)
+      let livemic = try LiveMicProcess(["-s", server.name, "-n", "lmre2", "-p", "voice", "--no-connect"])
+      #expect(livemic.waitForLog("latency capture-to-playback"), "\(livemic.log)")
+      try server.killAndRestart(period: 256, sampleRate: 44100)
+      #expect(livemic.waitForLog("44100 Hz, 256 frames per period"), "\(livemic.log)")
+      #expect(livemic.log.contains("the chain was re-prepared"))
+      #expect(livemic.interrupt() == 0)
+      server.stop()
+    }
+  }
+}
