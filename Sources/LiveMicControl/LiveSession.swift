@@ -19,6 +19,8 @@ public struct RunOptions: Sendable {
   public var noConnect = false
   /// LV2 plugin URIs appended to the chain (before the output volume).
   public var plugins: [String] = []
+  /// Reload the preset file (crossfading) whenever it changes on disk.
+  public var watch = false
 
   public init() {}
 }
@@ -49,6 +51,13 @@ public final class LiveSession: @unchecked Sendable {
   private let stopRequested = Atomic<Bool>(false)
   private var signalSources: [any DispatchSourceSignal] = []
   private var plugins: [PluginStage] = []
+  /// The chain running (or to run after a reconnection) and the entries it was built from.
+  private var chain: VoiceChain!
+  private var entries: [ChainEntry] = []
+  /// The preset file, for SIGHUP and --watch, and its modification date when last loaded.
+  private var presetPath: String?
+  private var presetModified: Date?
+  private let reloadRequested = Atomic<Bool>(false)
   /// Wakes the supervisor: JACK's callbacks (of every client it opens) and the signal handlers.
   private let wake = DispatchSemaphore(value: 0)
   /// The connections LiveMic's ports have, kept across server restarts.
@@ -95,8 +104,11 @@ public final class LiveSession: @unchecked Sendable {
     } catch { throw .engine(error) }
     let built = try ChainBuilder.build(stages, settings: Self.settings(for: client))
     for message in built.skipped { Log.error(message) }
-    var chain = built.chain
+    chain = built.chain
+    entries = stages
     plugins = built.plugins
+    presetPath = preset.path
+    presetModified = Self.modificationDate(preset.path)
     var state: ProcessState
     do { state = try start(client, chain: chain) } catch { throw .engine(error) }
     Log.info(
@@ -113,10 +125,34 @@ public final class LiveSession: @unchecked Sendable {
         Log.error("the JACK server '\(serverLabel)' went away; reconnecting when it is back")
         JackMessages.setQuiet(true)  // closing the dead client and polling print noise
         client.close()
-        guard let next = reconnect(entries: stages, chain: &chain) else { return 0 }
+        guard let next = reconnect() else { return 0 }
         (client, state) = next
       }
     }
+  }
+
+  /// Reads the preset again and crossfades to it (equal power, 50 ms) on the audio thread; the
+  /// new chain is built and warmed here first, the old one is freed here after the fade. A
+  /// broken file is reported and the running chain kept.
+  private func reloadPreset(_ client: JackClient, state: ProcessState, reason: String) {
+    let started = DispatchTime.now()
+    do {
+      let (preset, stages) = try Self.stages(for: options)
+      let built = try ChainBuilder.build(stages, settings: Self.settings(for: client))
+      for message in built.skipped { Log.error(message) }
+      state.slot.crossfade(to: built.chain, running: true)
+      (chain, entries, plugins) = (built.chain, stages, built.plugins)
+      presetModified = Self.modificationDate(preset.path)
+      let ms = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e6
+      Log.info("preset '\(preset.name)' reloaded (\(reason)) and crossfaded in after " + String(format: "%.0f", ms) + " ms")
+    } catch {
+      Log.error("preset not reloaded (\(reason)): \(error.description); the running chain is kept")
+    }
+  }
+
+  static func modificationDate(_ path: String?) -> Date? {
+    guard let path else { return nil }
+    return (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date
   }
 
   private var serverLabel: String { options.serverName ?? JackClient.defaultServerName }
@@ -138,7 +174,7 @@ public final class LiveSession: @unchecked Sendable {
   /// again (retrying after 20 ms, backing off to 1 s), re-prepares the chain if the sample rate
   /// changed (keeping every parameter value), restarts audio with the start-quiet ramp and
   /// restores every connection the ports had. Nil when asked to stop meanwhile.
-  private func reconnect(entries: [ChainEntry], chain: inout VoiceChain) -> (JackClient, ProcessState)? {
+  private func reconnect() -> (JackClient, ProcessState)? {
     let lostAt = DispatchTime.now()
     var delayMilliseconds = 20
     defer { JackMessages.setQuiet(false) }
@@ -214,6 +250,14 @@ public final class LiveSession: @unchecked Sendable {
 
   private func installSignalHandlers() {
     let wake = self.wake
+    signal(SIGHUP, SIG_IGN)
+    let hup = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .global())
+    hup.setEventHandler { [weak self] in
+      self?.reloadRequested.store(true, ordering: .releasing)
+      wake.signal()
+    }
+    hup.resume()
+    signalSources.append(hup)
     for sig in [SIGINT, SIGTERM] {
       signal(sig, SIG_IGN)
       let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
@@ -250,6 +294,12 @@ public final class LiveSession: @unchecked Sendable {
         return .stop
       }
       if events.serverLost.load(ordering: .acquiring) { return .serverLost }
+      if reloadRequested.exchange(false, ordering: .acquiringAndReleasing) {
+        reloadPreset(client, state: state, reason: "SIGHUP")
+      } else if options.watch, let path = presetPath, Self.modificationDate(path) != presetModified {
+        presetModified = Self.modificationDate(path)
+        reloadPreset(client, state: state, reason: "the file changed")
+      }
       // Keep the book of connections current (a user may patch in qjackctl), and make the
       // connections still waiting for their ports once those appear.
       if events.graphChanged.exchange(false, ordering: .acquiringAndReleasing) {

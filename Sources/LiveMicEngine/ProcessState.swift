@@ -2,6 +2,10 @@ import CJack
 import DSP
 import Synchronization
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// Everything the audio thread touches, in one place.
 ///
 /// Created and wired off the audio thread before activation; `process` is the only method the
@@ -28,6 +32,18 @@ public final class ProcessState: @unchecked Sendable {
   /// Peak absolute output sample of the last cycle, as Float bits (for meters and tests).
   public let outputPeakBits = Atomic<UInt32>(0)
 
+  /// Length of the equal-power crossfade when a new chain (preset) is swapped in.
+  public static let crossfadeSeconds = 0.05
+  /// The largest block the crossfade handles (JACK's largest period); a larger block swaps at
+  /// once.
+  static let maxFadeFrames = 8192
+  private let fadeLeft = UnsafeMutablePointer<Float>.allocate(capacity: maxFadeFrames)
+  private let fadeRight = UnsafeMutablePointer<Float>.allocate(capacity: maxFadeFrames)
+  private let fadeLength: Int
+  /// Audio-thread state of a crossfade in progress (the old chain and how far it has faded).
+  private var fadingOut: Unmanaged<VoiceChain>?
+  private var fadePosition = 0
+
   init(inputs: [OpaquePointer], outputs: [OpaquePointer], chain: VoiceChain, sampleRate: Double) {
     precondition(!inputs.isEmpty && outputs.count == 2)
     self.inputs = inputs
@@ -38,6 +54,13 @@ public final class ProcessState: @unchecked Sendable {
     output2 = outputs[1]
     slot = ChainSlot(chain)
     ramp = OutputRamp(sampleRate: sampleRate)
+    fadeLength = max(Int(Self.crossfadeSeconds * sampleRate), 1)
+  }
+
+  deinit {
+    fadeLeft.deallocate()
+    fadeRight.deallocate()
+    if let fadingOut { slot.finishSwap(fadingOut) }
   }
 
   /// One JACK cycle: copy input to the output buffers (a mono input feeds both channels), run
@@ -56,7 +79,21 @@ public final class ProcessState: @unchecked Sendable {
     let right = out2.assumingMemoryBound(to: Float.self)
     left.update(from: inL, count: n)
     right.update(from: inR, count: n)
+    if fadingOut == nil, let old = slot.beginSwap() {
+      if n <= Self.maxFadeFrames {
+        fadingOut = old
+        fadePosition = 0
+      } else {
+        slot.finishSwap(old)
+      }
+    }
+    if let old = fadingOut {
+      fadeLeft.update(from: inL, count: n)
+      fadeRight.update(from: inR, count: n)
+      old._withUnsafeGuaranteedRef { $0.process(left: fadeLeft, right: fadeRight, frames: n) }
+    }
     slot.current()._withUnsafeGuaranteedRef { $0.process(left: left, right: right, frames: n) }
+    if let old = fadingOut { crossfade(from: old, left: left, right: right, frames: n) }
     ramp.apply(left: left, right: right, frames: n)
     var peak: Float = 0
     for f in 0..<n { peak = max(peak, max(abs(left[f]), abs(right[f]))) }
@@ -65,6 +102,31 @@ public final class ProcessState: @unchecked Sendable {
     cycles.add(1, ordering: .relaxed)
     slot.cycleFinished()
     return 0
+  }
+}
+
+extension ProcessState {
+  /// Mixes the old chain's output (in the fade buffers) into the new one's with equal-power
+  /// gains (cos/sin of a quarter turn over `crossfadeSeconds`); hands the old chain back when
+  /// the fade is complete.
+  /// - Realtime: safe
+  @inline(__always)
+  fileprivate func crossfade(from old: Unmanaged<VoiceChain>, left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>, frames: Int) {
+    let quarter = Float.pi / 2 / Float(fadeLength)
+    var position = fadePosition
+    for f in 0..<frames {
+      let t = Float(min(position, fadeLength)) * quarter
+      let (newGain, oldGain) = (sinf(t), cosf(t))
+      let (l, r, ol, or) = (left[f], right[f], fadeLeft[f], fadeRight[f])
+      left[f] = l * newGain + ol * oldGain
+      right[f] = r * newGain + or * oldGain
+      position += 1
+    }
+    fadePosition = position
+    if position >= fadeLength {
+      fadingOut = nil
+      slot.finishSwap(old)
+    }
   }
 }
 

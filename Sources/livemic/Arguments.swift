@@ -174,6 +174,7 @@ func parseCommandLine(_ arguments: [String]) throws(UsageError) -> Command {
       case "--connect-out": options.connectOut = portList(try reader.value(for: o))
       case "--no-connect": options.noConnect = true
       case "--plugin": options.plugins.append(try reader.value(for: o))
+      case "--watch": options.watch = true
       case "-h", "--help": return .help("run")
       case "--version": return .version
       default: throw UsageError(message: "unknown option '\(o)'")

@@ -25,11 +25,14 @@ let mainHelp = """
         --no-connect         register the ports and connect nothing
         --plugin URI         append an LV2 plugin to the chain (repeatable); its controls
                              are parameters ID.SYMBOL (see 'livemic plugins show URI')
+        --watch              reload the preset when its file changes (as SIGHUP does)
     -h, --help               this help
         --version            print the version
 
   Ports: in_1 (in_2), out_1, out_2. Output starts quiet and ramps up over 1 s; SIGINT or
-  SIGTERM ramps it down and exits cleanly.
+  SIGTERM ramps it down and exits cleanly; SIGHUP reloads the preset file, crossfading to it
+  (a broken file is reported and the running chain kept). When the JACK server goes away,
+  LiveMic waits for it, reconnects under the same name and restores its connections.
 
   EXAMPLES
     livemic                                   voice preset, system capture → system playback
