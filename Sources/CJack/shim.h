@@ -3,6 +3,7 @@
 
 #include <jack/jack.h>
 #include <jack/metadata.h>
+#include <jack/statistics.h>
 #include <jack/ringbuffer.h>
 #include <jack/uuid.h>
 

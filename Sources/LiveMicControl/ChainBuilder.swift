@@ -8,8 +8,8 @@ import LV2Host
 public struct BuiltChain: @unchecked Sendable {
   public let chain: VoiceChain
   public let plugins: [PluginStage]
-  /// One sentence per plugin entry that could not be made; the chain runs without it.
-  public let skipped: [String]
+  /// One sentence per plugin entry that could not be made, with its id; the chain runs without it.
+  public let skipped: [(id: String, message: String)]
 }
 
 /// Builds chains from entries: built-in units through `ChainAssembly`, LV2 plugins through the
@@ -26,7 +26,7 @@ public enum ChainBuilder {
   {
     var assembly = ChainAssembly()
     var plugins: [PluginStage] = []
-    var skipped: [String] = []
+    var skipped: [(id: String, message: String)] = []
     let stateRoot = FileManager.default.temporaryDirectory.appendingPathComponent("livemic-state-\(getpid())")
       .path
     do {
@@ -41,7 +41,7 @@ public enum ChainBuilder {
               d, world: world, settings: settings, stateDirectory: stateRoot + "/" + d.id)
           } catch {
             if strict { throw SessionError.plugin(id: d.id, error) }
-            skipped.append("plugin stage '\(d.id)' is left out: \(error.description)")
+            skipped.append((d.id, "plugin stage '\(d.id)' is left out: \(error.description)"))
             continue
           }
           stage.bind(firstParameter: assembly.nextParameterIndex)

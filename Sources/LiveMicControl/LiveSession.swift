@@ -21,6 +21,8 @@ public struct RunOptions: Sendable {
   public var plugins: [String] = []
   /// Reload the preset file (crossfading) whenever it changes on disk.
   public var watch = false
+  /// Where the JSON event stream goes: nil (none), "json" (standard output) or a file path.
+  public var events: String?
 
   public init() {}
 }
@@ -32,6 +34,7 @@ public enum SessionError: Error, CustomStringConvertible {
   case chain(ChainError)
   case engine(EngineError)
   case plugin(id: String, PluginError)
+  case events(path: String)
 
   public var description: String {
     switch self {
@@ -40,6 +43,7 @@ public enum SessionError: Error, CustomStringConvertible {
     case .chain(let e): return e.description
     case .engine(let e): return e.description
     case .plugin(let id, let e): return "plugin stage '\(id)': \(e.description)"
+    case .events(let path): return "cannot write the event stream to '\(path)'"
     }
   }
 }
@@ -58,6 +62,9 @@ public final class LiveSession: @unchecked Sendable {
   private var presetPath: String?
   private var presetModified: Date?
   private let reloadRequested = Atomic<Bool>(false)
+  private var stream: EventStream!
+  /// Xrun totals seen, with when, for "xruns in the last minute".
+  private var xrunHistory: [(time: DispatchTime, total: UInt64)] = []
   /// Wakes the supervisor: JACK's callbacks (of every client it opens) and the signal handlers.
   private let wake = DispatchSemaphore(value: 0)
   /// The connections LiveMic's ports have, kept across server restarts.
@@ -97,13 +104,14 @@ public final class LiveSession: @unchecked Sendable {
   /// client and reconnects by itself (see `reconnect`).
   public func run() throws(SessionError) -> Int32 {
     let (preset, stages) = try Self.stages(for: options)
+    stream = try EventStream(destination: options.events)
     JackMessages.install()
     var client: JackClient
     do {
       client = try JackClient(name: options.clientName, server: options.serverName, wake: wake)
     } catch { throw .engine(error) }
     let built = try ChainBuilder.build(stages, settings: Self.settings(for: client))
-    for message in built.skipped { Log.error(message) }
+    report(skipped: built.skipped)
     chain = built.chain
     entries = stages
     plugins = built.plugins
@@ -116,13 +124,23 @@ public final class LiveSession: @unchecked Sendable {
         + "\(Int(client.sampleRate)) Hz, \(client.bufferFrames) frames per period, preset '\(preset.name)'")
     connect(client)
     logLatency(client, chainLatencyFrames: chain.latencyFrames)
+    stream.emit(
+      "started",
+      [
+        "client": .string(client.name), "server": .string(serverLabel),
+        "sample_rate": .int(Int(client.sampleRate)), "buffer_frames": .int(client.bufferFrames),
+        "latency_frames": .int(chain.latencyFrames),
+      ])
+    stream.emit("preset-loaded", ["name": .string(preset.name), "reason": .string("start")])
     installSignalHandlers()
     while true {
       switch supervise(client, state: state) {
       case .stop:
+        stream.emit("stopped", ["cycles": .int(Int(state.cycles.load(ordering: .relaxed)))])
         return 0
       case .serverLost:
         Log.error("the JACK server '\(serverLabel)' went away; reconnecting when it is back")
+        stream.emit("server-lost", ["server": .string(serverLabel)])
         JackMessages.setQuiet(true)  // closing the dead client and polling print noise
         client.close()
         guard let next = reconnect() else { return 0 }
@@ -139,14 +157,23 @@ public final class LiveSession: @unchecked Sendable {
     do {
       let (preset, stages) = try Self.stages(for: options)
       let built = try ChainBuilder.build(stages, settings: Self.settings(for: client))
-      for message in built.skipped { Log.error(message) }
+      report(skipped: built.skipped)
       state.slot.crossfade(to: built.chain, running: true)
       (chain, entries, plugins) = (built.chain, stages, built.plugins)
       presetModified = Self.modificationDate(preset.path)
       let ms = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e6
       Log.info("preset '\(preset.name)' reloaded (\(reason)) and crossfaded in after " + String(format: "%.0f", ms) + " ms")
+      stream.emit("preset-loaded", ["name": .string(preset.name), "reason": .string(reason), "ms": .double(ms)])
     } catch {
       Log.error("preset not reloaded (\(reason)): \(error.description); the running chain is kept")
+    }
+  }
+
+  /// Reports plugin stages left out, in the log and the event stream.
+  private func report(skipped: [(id: String, message: String)]) {
+    for (id, message) in skipped {
+      Log.error(message)
+      stream.emit("plugin-failed", ["id": .string(id), "error": .string(message)])
     }
   }
 
@@ -208,6 +235,13 @@ public final class LiveSession: @unchecked Sendable {
       }
       book.restore(client)
       let ms = Double(DispatchTime.now().uptimeNanoseconds - lostAt.uptimeNanoseconds) / 1e6
+      stream.emit(
+        "reconnected",
+        [
+          "server": .string(serverLabel), "ms": .double(ms), "sample_rate": .int(Int(client.sampleRate)),
+          "buffer_frames": .int(client.bufferFrames), "restored": .int(book.restoredCount),
+          "waiting": .int(book.pendingCount),
+        ])
       Log.info(
         "reconnected to '\(serverLabel)' after " + String(format: "%.0f", ms) + " ms: "
           + "\(Int(client.sampleRate)) Hz, \(client.bufferFrames) frames per period, "
@@ -311,12 +345,28 @@ public final class LiveSession: @unchecked Sendable {
         book.record(client)
       }
       let xruns = events.xruns.load(ordering: .relaxed)
+      let now = DispatchTime.now()
+      // Totals over the last minute, sampled at every wake (at least once a second).
+      xrunHistory.append((now, xruns))
+      xrunHistory.removeAll { now.uptimeNanoseconds - $0.time.uptimeNanoseconds > 60_000_000_000 }
       if xruns != reportedXruns
         && DispatchTime.now().uptimeNanoseconds > lastXrunReport.uptimeNanoseconds + 1_000_000_000
       {
-        Log.info("xruns: \(xruns - reportedXruns) new, \(xruns) in total")
+        // Reported at most once a second (log and stream), with the counts behind it.
+        let lastMinute = xruns - min(xrunHistory.first?.total ?? 0, reportedXruns)
+        let delay = Float(bitPattern: events.lastXrunMicrosecondsBits.load(ordering: .relaxed))
+        let load = client.cpuLoadPercent
+        Log.info(
+          "xruns: \(xruns - reportedXruns) new, \(xruns) in total, \(lastMinute) in the last minute; last delay "
+            + String(format: "%.0f", delay) + " µs; DSP load " + String(format: "%.1f", load) + "%")
+        stream.emit(
+          "xrun",
+          [
+            "new": .int(Int(xruns - reportedXruns)), "total": .int(Int(xruns)), "last_minute": .int(Int(lastMinute)),
+            "delay_us": .double(Double(delay)), "dsp_load_percent": .double(Double(load)),
+          ])
         reportedXruns = xruns
-        lastXrunReport = .now()
+        lastXrunReport = now
       }
       for plugin in plugins {
         for line in plugin.drainLog() { Log.info("plugin '\(plugin.id)': \(line)") }

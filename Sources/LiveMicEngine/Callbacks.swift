@@ -24,6 +24,9 @@ func livemicXrun(context: UnsafeMutableRawPointer?) -> Int32 {
   guard let context else { return 0 }
   let events = Unmanaged<EngineEvents>.fromOpaque(context).takeUnretainedValue()
   events.xruns.add(1, ordering: .relaxed)
+  if let client = events.clientHandle {
+    events.lastXrunMicrosecondsBits.store(jack_get_xrun_delayed_usecs(client).bitPattern, ordering: .relaxed)
+  }
   events.wake.signal()
   return 0
 }

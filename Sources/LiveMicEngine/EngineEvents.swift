@@ -21,6 +21,9 @@ public final class EngineEvents: @unchecked Sendable {
   /// Latency the chain adds, in frames, reported to JACK by the latency callback.
   public let chainLatencyFrames = Atomic<UInt32>(0)
 
+  /// The client the callbacks belong to (set before activation, for `jack_get_xrun_delayed_usecs`).
+  nonisolated(unsafe) var clientHandle: OpaquePointer?
+
   /// Set when ports appear or disappear or connections change; the supervisor clears it.
   public let graphChanged = Atomic<Bool>(false)
 

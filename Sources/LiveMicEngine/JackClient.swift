@@ -39,6 +39,7 @@ public final class JackClient: @unchecked Sendable {
       throw .serverUnavailable(server: server ?? Self.defaultServerName, status: status.rawValue)
     }
     handle = h
+    events.clientHandle = h
     self.name = String(cString: jack_get_client_name(h))
     serverName = server
     sampleRate = Double(jack_get_sample_rate(h))
@@ -157,6 +158,9 @@ public final class JackClient: @unchecked Sendable {
       throw .connection(from: source, to: destination, code: code)
     }
   }
+
+  /// JACK's DSP load estimate in percent.
+  public var cpuLoadPercent: Float { jack_cpu_load(handle) }
 
   /// Whether a port of that full name exists now.
   public func portExists(_ port: String) -> Bool { jack_port_by_name(handle, port) != nil }

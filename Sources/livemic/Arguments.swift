@@ -175,6 +175,7 @@ func parseCommandLine(_ arguments: [String]) throws(UsageError) -> Command {
       case "--no-connect": options.noConnect = true
       case "--plugin": options.plugins.append(try reader.value(for: o))
       case "--watch": options.watch = true
+      case "--events": options.events = try reader.value(for: o)
       case "-h", "--help": return .help("run")
       case "--version": return .version
       default: throw UsageError(message: "unknown option '\(o)'")

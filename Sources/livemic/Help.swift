@@ -26,6 +26,7 @@ let mainHelp = """
         --plugin URI         append an LV2 plugin to the chain (repeatable); its controls
                              are parameters ID.SYMBOL (see 'livemic plugins show URI')
         --watch              reload the preset when its file changes (as SIGHUP does)
+        --events json|PATH   a JSON event stream, one object per line, on stdout or into PATH
     -h, --help               this help
         --version            print the version
 
