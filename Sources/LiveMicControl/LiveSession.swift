@@ -23,6 +23,10 @@ public struct RunOptions: Sendable {
   public var watch = false
   /// Where the JSON event stream goes: nil (none), "json" (standard output) or a file path.
   public var events: String?
+  /// Output routing preference list (patterns, most preferred first); empty: plain connections.
+  public var routeOut: [String] = []
+  /// What happens when the output target is lost or changes device.
+  public var onRouteLoss: RouteLossPolicy = .mute
 
   public init() {}
 }
@@ -62,6 +66,10 @@ public final class LiveSession: @unchecked Sendable {
   private var presetPath: String?
   private var presetModified: Date?
   private let reloadRequested = Atomic<Bool>(false)
+  private let unmuteRequested = Atomic<Bool>(false)
+  private var route: RouteController?
+  /// Muted by the routing policy, until SIGUSR1.
+  private var muted = false
   private var stream: EventStream!
   /// Xrun totals seen, with when, for "xruns in the last minute".
   private var xrunHistory: [(time: DispatchTime, total: UInt64)] = []
@@ -122,7 +130,13 @@ public final class LiveSession: @unchecked Sendable {
     Log.info(
       "client '\(client.name)' on server '\(serverLabel)': "
         + "\(Int(client.sampleRate)) Hz, \(client.bufferFrames) frames per period, preset '\(preset.name)'")
+    let patterns = options.routeOut.isEmpty ? preset.routeOut : options.routeOut
+    if !patterns.isEmpty { route = RouteController(patterns: patterns, policy: options.onRouteLoss) }
     connect(client)
+    if let route {
+      route.apply(client)
+      Log.info(route.describe(client))
+    }
     logLatency(client, chainLatencyFrames: chain.latencyFrames)
     stream.emit(
       "started",
@@ -234,6 +248,8 @@ public final class LiveSession: @unchecked Sendable {
         continue
       }
       book.restore(client)
+      route?.apply(client)
+      if muted { state.ramp.fadeOut() }
       let ms = Double(DispatchTime.now().uptimeNanoseconds - lostAt.uptimeNanoseconds) / 1e6
       stream.emit(
         "reconnected",
@@ -266,6 +282,7 @@ public final class LiveSession: @unchecked Sendable {
     for (i, source) in sources.enumerated() {
       book.want(short(inputs[min(i, inputs.count - 1)]), source, output: false, client: client)
     }
+    guard route == nil else { return }  // the routing policy connects the outputs
     for (i, destination) in destinations.prefix(2).enumerated() {
       book.want(short(outputs[i]), destination, output: true, client: client)
     }
@@ -292,6 +309,14 @@ public final class LiveSession: @unchecked Sendable {
     }
     hup.resume()
     signalSources.append(hup)
+    signal(SIGUSR1, SIG_IGN)
+    let usr1 = DispatchSource.makeSignalSource(signal: SIGUSR1, queue: .global())
+    usr1.setEventHandler { [weak self] in
+      self?.unmuteRequested.store(true, ordering: .releasing)
+      wake.signal()
+    }
+    usr1.resume()
+    signalSources.append(usr1)
     for sig in [SIGINT, SIGTERM] {
       signal(sig, SIG_IGN)
       let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
@@ -342,7 +367,28 @@ public final class LiveSession: @unchecked Sendable {
         usleep(100_000)
         _ = events.graphChanged.exchange(false, ordering: .acquiringAndReleasing)
         book.connectPending(client)
+        if let route, let change = route.update(client) {
+          Log.info("route changed: \(change.reason): \(change.from) → \(change.to)")
+          stream.emit(
+            "route-changed",
+            [
+              "reason": .string(change.reason), "from": .string(change.from.joined(separator: ",")),
+              "to": .string(change.to.joined(separator: ",")),
+            ])
+          if change.mute && !muted {
+            muted = true
+            state.ramp.fadeOut()
+            Log.info("output muted (route changed): send SIGUSR1 to unmute")
+            stream.emit("muted", ["reason": .string(change.reason)])
+          }
+        }
         book.record(client)
+      }
+      if unmuteRequested.exchange(false, ordering: .acquiringAndReleasing) && muted {
+        muted = false
+        state.ramp.fadeIn()
+        Log.info("output unmuted (ramping up over 1 s)")
+        stream.emit("unmuted", ["reason": .string("SIGUSR1")])
       }
       let xruns = events.xruns.load(ordering: .relaxed)
       let now = DispatchTime.now()

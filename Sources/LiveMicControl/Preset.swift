@@ -40,6 +40,8 @@ public struct Preset: Sendable, Equatable {
   public var chain: [ChainEntry]
   /// Where it was read from (nil for built-in values).
   public var path: String?
+  /// Output routing preference list (`"route": {"out": [pattern, ...]}`), most preferred first.
+  public var routeOut: [String] = []
 
   public init(
     name: String, description: String, volume: Float?, chain: [ChainEntry], path: String? = nil
@@ -101,7 +103,20 @@ extension Preset {
     guard let top = document.object else {
       throw .invalid(path: path, key: "(top level)", reason: "expected a JSON object")
     }
-    try checkKeys(top, allowed: ["name", "description", "volume", "chain"], prefix: "", path: path)
+    try checkKeys(top, allowed: ["name", "description", "volume", "chain", "route"], prefix: "", path: path)
+    var routeOut: [String] = []
+    if let r = top["route"] {
+      guard let route = r.object else {
+        throw .invalid(path: path, key: "route", reason: "expected an object like {\"out\": [\"pattern\", ...]}")
+      }
+      try checkKeys(route, allowed: ["out"], prefix: "route.", path: path)
+      if let out = route["out"] {
+        guard let list = out.array, list.allSatisfy({ $0.string != nil }) else {
+          throw .invalid(path: path, key: "route.out", reason: "expected an array of port-name patterns")
+        }
+        routeOut = list.compactMap(\.string)
+      }
+    }
     guard let name = top["name"]?.string, !name.isEmpty else {
       throw .invalid(path: path, key: "name", reason: "expected a non-empty string")
     }
@@ -136,7 +151,8 @@ extension Preset {
       }
       chain.append(parsed)
     }
-    let preset = Preset(name: name, description: description, volume: volume, chain: chain, path: path)
+    var preset = Preset(name: name, description: description, volume: volume, chain: chain, path: path)
+    preset.routeOut = routeOut
     do {
       try ChainAssembly.validate(preset.units)
     } catch {

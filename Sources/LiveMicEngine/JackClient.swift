@@ -149,6 +149,29 @@ public final class JackClient: @unchecked Sendable {
     return names
   }
 
+  /// Audio ports whose full names match `pattern` (a POSIX extended regular expression, as
+  /// `jack_get_ports` takes), that receive audio (`playback`: input ports, where LiveMic's
+  /// outputs go) or send it, in JACK's order.
+  public func ports(matching pattern: String, playback: Bool) -> [String] {
+    let flags = (playback ? JackPortIsInput : JackPortIsOutput).rawValue
+    guard let list = jack_get_ports(handle, pattern, "32 bit float mono audio", UInt(flags)) else {
+      return []
+    }
+    defer { jack_free(UnsafeMutableRawPointer(mutating: list)) }
+    var names: [String] = []
+    var i = 0
+    while let p = list[i] {
+      names.append(String(cString: p))
+      i += 1
+    }
+    return names.filter { !$0.hasPrefix(name + ":") }
+  }
+
+  /// Disconnects `source` from `destination`; a missing connection is fine.
+  public func disconnect(_ source: String, _ destination: String) {
+    _ = jack_disconnect(handle, source, destination)
+  }
+
   /// Connects `source` to `destination` (full port names); an existing connection is fine.
   public func connect(_ source: String, _ destination: String) throws(EngineError) {
     guard jack_port_by_name(handle, source) != nil else { throw .noSuchPort(source) }

@@ -176,6 +176,13 @@ func parseCommandLine(_ arguments: [String]) throws(UsageError) -> Command {
       case "--plugin": options.plugins.append(try reader.value(for: o))
       case "--watch": options.watch = true
       case "--events": options.events = try reader.value(for: o)
+      case "--route-out": options.routeOut.append(try reader.value(for: o))
+      case "--on-route-loss":
+        let text = try reader.value(for: o)
+        guard let policy = RouteLossPolicy(rawValue: text) else {
+          throw UsageError(message: "--on-route-loss takes mute or continue, not '\(text)'")
+        }
+        options.onRouteLoss = policy
       case "-h", "--help": return .help("run")
       case "--version": return .version
       default: throw UsageError(message: "unknown option '\(o)'")

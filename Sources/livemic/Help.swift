@@ -27,6 +27,10 @@ let mainHelp = """
                              are parameters ID.SYMBOL (see 'livemic plugins show URI')
         --watch              reload the preset when its file changes (as SIGHUP does)
         --events json|PATH   a JSON event stream, one object per line, on stdout or into PATH
+        --route-out PATTERN  output routing preference (repeatable, most preferred first): a
+                             regular expression over playback port names, e.g. 'USB.*:playback_'
+        --on-route-loss mute|continue   when the output target is lost or changes device:
+                             mute until SIGUSR1 (default) or keep playing
     -h, --help               this help
         --version            print the version
 

@@ -1,0 +1,104 @@
+import LiveMicEngine
+
+/// What to do when the output's target is lost or changes device.
+public enum RouteLossPolicy: String, Sendable {
+  /// Ramp the output down and keep it silent until told to unmute (SIGUSR1): audio jumping to
+  /// a loudspeaker near the microphone howls.
+  case mute
+  /// Keep playing on the new target.
+  case `continue`
+}
+
+/// The output routing policy: an ordered preference list of playback-port patterns. LiveMic's
+/// outputs go to the first pattern that matches ports now (out_1 to the first match, out_2 to
+/// the second, or the first again); when a more preferred target appears it moves there, when
+/// the current one disappears it falls back to the next available one.
+///
+/// Thread: the supervisor.
+final class RouteController {
+  let patterns: [String]
+  let policy: RouteLossPolicy
+  /// The targets out_1 and out_2 are connected to by this policy now (empty: none).
+  private(set) var current: [String] = []
+
+  init(patterns: [String], policy: RouteLossPolicy) {
+    self.patterns = patterns
+    self.policy = policy
+  }
+
+  /// A change of route and why, for the log and the event stream.
+  struct Change {
+    let from: [String]
+    let to: [String]
+    let reason: String
+    /// True when the policy wants the output muted (lost target or another device).
+    let mute: Bool
+  }
+
+  /// The targets the preference list selects now, and which pattern did.
+  func preferred(_ client: JackClient) -> (targets: [String], pattern: String?) {
+    for pattern in patterns {
+      let ports = client.ports(matching: pattern, playback: true)
+      if let first = ports.first {
+        return ([first, ports.count > 1 ? ports[1] : first], pattern)
+      }
+    }
+    return ([], nil)
+  }
+
+  /// Connects to the preferred targets (at start, or after a reconnection: no mute).
+  func apply(_ client: JackClient) {
+    let (targets, _) = preferred(client)
+    connect(client, to: targets)
+  }
+
+  /// Re-evaluates after the graph changed; returns the change made, if any.
+  func update(_ client: JackClient) -> Change? {
+    let (targets, pattern) = preferred(client)
+    guard targets != current else { return nil }
+    let from = current
+    let lost = !from.isEmpty && from.contains { !client.portExists($0) }
+    connect(client, to: targets)
+    let reason: String
+    if targets.isEmpty {
+      reason = "the output target disappeared and no other pattern matches"
+    } else if lost {
+      reason = "the output target disappeared; fell back to '\(pattern ?? "")'"
+    } else if from.isEmpty {
+      reason = "a target matching '\(pattern ?? "")' appeared"
+    } else {
+      reason = "a more preferred target matching '\(pattern ?? "")' appeared"
+    }
+    let deviceChanged = !from.isEmpty && device(from) != device(targets)
+    return Change(from: from, to: targets, reason: reason, mute: policy == .mute && (lost || deviceChanged))
+  }
+
+  /// The client part of a port name: the "device" a target belongs to.
+  private func device(_ ports: [String]) -> String {
+    ports.first.map { String($0.split(separator: ":", maxSplits: 1).first ?? "") } ?? ""
+  }
+
+  private func connect(_ client: JackClient, to targets: [String]) {
+    let outputs = client.outputPortNames
+    for (i, old) in current.enumerated() where i < outputs.count && !(i < targets.count && targets[i] == old) {
+      client.disconnect(outputs[i], old)
+    }
+    for (i, target) in targets.enumerated() where i < outputs.count {
+      do { try client.connect(outputs[i], target) } catch { Log.error(error.description) }
+    }
+    current = targets
+  }
+
+  /// "requested … ; connected …", for the log.
+  func describe(_ client: JackClient) -> String {
+    let requested = patterns.map { "'\($0)'" }.joined(separator: " then ")
+    let actual = client.outputPortNames.map { port in
+      "\(port) → " + (client.connections(of: port).joined(separator: ", ").nilIfEmpty ?? "nothing")
+    }.joined(separator: "; ")
+    return "route: requested \(requested); connected \(actual)"
+  }
+}
+
+extension String {
+  var nilIfEmpty: String? { isEmpty ? nil : self }
+}
