@@ -19,8 +19,9 @@ extension EndToEnd {
       defer { try? FileManager.default.removeItem(at: folder) }
       let file = folder.appendingPathComponent("switch.json")
       try Self.preset(volume: 0.8, bass: 0).write(to: file, atomically: true, encoding: .utf8)
+      let counters = folder.appendingPathComponent("rtguard.txt")
       let (server, generator, capture, livemic) = try LiveAudioTests.rig(
-        ["-p", file.path], signal: .sine(frequencyHz: 220, amplitude: 0.25))
+        ["-p", file.path], signal: .sine(frequencyHz: 220, amplitude: 0.25), guardOutput: counters)
       usleep(1_300_000)  // past the start ramp
       let start = capture.frameCount
       try capture.record(frames: 4800)
@@ -40,6 +41,11 @@ extension EndToEnd {
       let after = rms(out[(out.count - 2400)...])
       #expect(abs(after - rms(steady) * 0.5) < rms(steady) * 0.15, "level after \(after), before \(rms(steady))")
       #expect(livemic.interrupt() == 0)
+      // The crossfade runs both chains on the audio thread: still nothing counted there.
+      let guardCounts = RealtimeGuard.counters(counters)
+      for key in ["malloc", "free", "lock", "wait", "io", "sleep"] {
+        #expect(guardCounts[key] == "0", "\(key)=\(guardCounts[key] ?? "?")")
+      }
       generator.close()
       capture.close()
       server.stop()

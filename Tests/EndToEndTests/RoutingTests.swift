@@ -18,7 +18,7 @@ extension EndToEnd {
       let livemic = try LiveMicProcess([
         "-s", server.name, "-n", "lmroute", "-p", "flat", "--connect-in", "lmgen:out",
         "--route-out", "lmspkA:in_", "--route-out", "lmspkB:in_", "--events", file.path,
-      ])
+      ], guardOutput: folder.appendingPathComponent("rtguard.txt"))
       #expect(livemic.waitForLog("route: requested 'lmspkA:in_' then 'lmspkB:in_'"), "\(livemic.log)")
       #expect(generator.connections(of: "lmroute:out_1") == ["lmspkB:in_1"])
       #expect(generator.connections(of: "lmroute:out_2") == ["lmspkB:in_2"])
@@ -46,6 +46,10 @@ extension EndToEnd {
       #expect(waitUntil(seconds: 5) { generator.connections(of: "lmroute:out_1") == ["lmspkB:in_1"] }, "\(livemic.log)")
       #expect(waitUntil(seconds: 5) { livemic.log.components(separatedBy: "output muted").count == 3 }, "\(livemic.log)")
       #expect(livemic.interrupt() == 0)
+      let guardCounts = RealtimeGuard.counters(folder.appendingPathComponent("rtguard.txt"))
+      for key in ["malloc", "free", "lock", "wait", "io", "sleep"] {
+        #expect(guardCounts[key] == "0", "\(key)=\(guardCounts[key] ?? "?")")
+      }
       let names = EventStreamTests.events(file).compactMap { $0["event"] as? String }
       #expect(names.filter { $0 == "route-changed" }.count >= 2 && names.contains("muted") && names.contains("unmuted"), "\(names)")
       let reasons = EventStreamTests.events(file).compactMap { $0["reason"] as? String }
