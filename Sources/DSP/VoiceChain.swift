@@ -1,3 +1,9 @@
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// A ready-to-run chain of stages with its parameter targets.
 ///
 /// Built and prepared off the audio thread (see `ChainBuilder`); then `process` runs on the audio
@@ -35,6 +41,10 @@ public final class VoiceChain: @unchecked Sendable {
     let builtin: Unmanaged<UnitStageBase>?
   }
 
+  /// Per stage: nanoseconds spent (sum and largest block) and blocks timed, written by the
+  /// thread that runs `process`, read by anyone (`stageTimes()`).
+  private let timing: UnsafeMutablePointer<Atomic<UInt64>>
+
   init(stages: [any ChainStage], parameters: [Parameter], initialValues: [Float]) {
     self.stages = stages
     self.parameters = parameters
@@ -42,6 +52,8 @@ public final class VoiceChain: @unchecked Sendable {
     var keys: [String: Int] = [:]
     for p in parameters { keys[p.key] = p.index }
     indexByKey = keys
+    timing = .allocate(capacity: max(stages.count * 3, 1))
+    for i in 0..<(stages.count * 3) { (timing + i).initialize(to: Atomic(0)) }
     order = .allocate(capacity: max(stages.count, 1))
     for (i, stage) in stages.enumerated() {
       let builtin = (stage as? UnitStageBase).map { Unmanaged.passUnretained($0) }
@@ -52,6 +64,28 @@ public final class VoiceChain: @unchecked Sendable {
   deinit {
     order.deinitialize(count: stages.count)
     order.deallocate()
+    timing.deinitialize(count: stages.count * 3)
+    timing.deallocate()
+  }
+
+  /// Processing time per stage since the chain was built: mean and largest per block, in µs.
+  /// Thread: any.
+  public func stageTimes() -> [(id: String, meanMicroseconds: Double, maxMicroseconds: Double)] {
+    stages.enumerated().map { i, stage in
+      let sum = timing[3 * i].load(ordering: .relaxed)
+      let most = timing[3 * i + 1].load(ordering: .relaxed)
+      let count = timing[3 * i + 2].load(ordering: .relaxed)
+      return (stage.id, count > 0 ? Double(sum) / Double(count) / 1000 : 0, Double(most) / 1000)
+    }
+  }
+
+  /// Monotonic time in nanoseconds (the vDSO clock: no system call).
+  /// - Realtime: safe
+  @inline(__always)
+  static func nanoseconds() -> UInt64 {
+    var t = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &t)
+    return UInt64(t.tv_sec) &* 1_000_000_000 &+ UInt64(t.tv_nsec)
   }
 
   /// Total latency of the chain in frames.
@@ -85,6 +119,7 @@ public final class VoiceChain: @unchecked Sendable {
     right.initialize(repeating: 0, count: frames)
     process(left: left, right: right, frames: frames)
     for stage in stages { stage.reset() }
+    for i in 0..<(stages.count * 3) { timing[i].store(0, ordering: .relaxed) }  // warm-up is not measured
     left.deallocate()
     right.deallocate()
   }
@@ -101,6 +136,13 @@ public final class VoiceChain: @unchecked Sendable {
     // state and the previous stage's output for the same frames, so the order is free, and this
     // one keeps each stage's code and state hot for the whole block.
     for s in 0..<count {
+      let started = Self.nanoseconds()
+      defer {
+        let spent = Self.nanoseconds() &- started
+        timing[3 * s].add(spent, ordering: .relaxed)
+        if spent > timing[3 * s + 1].load(ordering: .relaxed) { timing[3 * s + 1].store(spent, ordering: .relaxed) }
+        timing[3 * s + 2].add(1, ordering: .relaxed)
+      }
       var offset = 0
       while offset < frames {
         if let builtin = order[s].builtin {

@@ -73,6 +73,7 @@ public final class LiveSession: @unchecked Sendable {
   private var stream: EventStream!
   /// Xrun totals seen, with when, for "xruns in the last minute".
   private var xrunHistory: [(time: DispatchTime, total: UInt64)] = []
+  private var lastHealth = DispatchTime.now()
   /// Wakes the supervisor: JACK's callbacks (of every client it opens) and the signal handlers.
   private let wake = DispatchSemaphore(value: 0)
   /// The connections LiveMic's ports have, kept across server restarts.
@@ -181,6 +182,13 @@ public final class LiveSession: @unchecked Sendable {
     } catch {
       Log.error("preset not reloaded (\(reason)): \(error.description); the running chain is kept")
     }
+  }
+
+  /// Per-stage processing time per block: `id mean/max µs`, for the log and health events.
+  private func stageSummary() -> String {
+    "stage time per block (mean/max µs): "
+      + chain.stageTimes().map { "\($0.id) " + String(format: "%.1f/%.0f", $0.meanMicroseconds, $0.maxMicroseconds) }
+      .joined(separator: ", ")
   }
 
   /// Reports plugin stages left out, in the log and the event stream.
@@ -349,10 +357,21 @@ public final class LiveSession: @unchecked Sendable {
           usleep(2000)
         }
         client.close()
-        Log.info("stopped after \(state.cycles.load(ordering: .relaxed)) cycles")
+        Log.info("stopped after \(state.cycles.load(ordering: .relaxed)) cycles; " + stageSummary())
         return .stop
       }
       if events.serverLost.load(ordering: .acquiring) { return .serverLost }
+      if DispatchTime.now().uptimeNanoseconds > lastHealth.uptimeNanoseconds + 10_000_000_000 {
+        lastHealth = .now()
+        let xrunsNow = events.xruns.load(ordering: .relaxed)
+        stream.emit(
+          "health",
+          [
+            "dsp_load_percent": .double(Double(client.cpuLoadPercent)), "xruns": .int(Int(xrunsNow)),
+            "xruns_last_minute": .int(Int(xrunsNow - (xrunHistory.first?.total ?? xrunsNow))),
+            "cycles": .int(Int(state.cycles.load(ordering: .relaxed))), "stages": .string(stageSummary()),
+          ])
+      }
       if reloadRequested.exchange(false, ordering: .acquiringAndReleasing) {
         reloadPreset(client, state: state, reason: "SIGHUP")
       } else if options.watch, let path = presetPath, Self.modificationDate(path) != presetModified {
