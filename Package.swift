@@ -30,7 +30,7 @@ let package = Package(
     .executableTarget(name: "livemic", dependencies: ["LiveMicControl"]),
 
     .testTarget(name: "DSPTests", dependencies: ["DSP"]),
-    .testTarget(name: "LiveMicControlTests", dependencies: ["LiveMicControl", "DSP"]),
+    .testTarget(name: "LiveMicControlTests", dependencies: ["LiveMicControl", "LV2Host", "DSP"]),
     .testTarget(name: "EndToEndTests", dependencies: ["CJack", "CSndfile"]),
   ],
   swiftLanguageModes: [.v6]

@@ -121,9 +121,9 @@ public struct ChainAssembly {
   }
 
   /// Makes the chain and prepares it (warmed with a block of silence) for `sampleRate`.
-  public func makeChain(sampleRate: Double) -> VoiceChain {
+  public func makeChain(sampleRate: Double, warmFrames: Int = VoiceChain.subBlockFrames * 4) -> VoiceChain {
     let chain = VoiceChain(stages: stages, parameters: parameters, initialValues: values)
-    chain.prepare(sampleRate: sampleRate)
+    chain.prepare(sampleRate: sampleRate, warmFrames: warmFrames)
     return chain
   }
 

@@ -106,13 +106,18 @@ public final class VoiceChain: @unchecked Sendable {
     return v
   }
 
-  /// Prepares every stage for `sampleRate` and runs one block of silence through the chain so
-  /// that first-run costs (type metadata caches) are paid here, not on the audio thread.
+  /// Prepares every stage for `sampleRate` and runs one block of silence (of `warmFrames`, the
+  /// host's period, so plugins promised fixed blocks get one) through the chain so that
+  /// first-run costs (type metadata caches) are paid here, not on the audio thread.
   /// Not real-time.
-  public func prepare(sampleRate: Double) {
+  public func prepare(sampleRate: Double, warmFrames: Int = subBlockFrames * 4) {
     self.sampleRate = sampleRate
     for stage in stages { stage.prepare(sampleRate: sampleRate, maxFrames: Self.subBlockFrames) }
-    let frames = Self.subBlockFrames * 4
+    // Built-in units are warmed with the same block whatever the host's period (so a render's
+    // output does not depend on --frames); plugins get a block of the host's period, as
+    // promised to those that require fixed block lengths.
+    let hasPlugins = stages.contains { !($0 is UnitStageBase) }
+    let frames = hasPlugins ? max(warmFrames, 1) : Self.subBlockFrames * 4
     let left = UnsafeMutablePointer<Float>.allocate(capacity: frames)
     let right = UnsafeMutablePointer<Float>.allocate(capacity: frames)
     left.initialize(repeating: 0, count: frames)
@@ -140,7 +145,9 @@ public final class VoiceChain: @unchecked Sendable {
       defer {
         let spent = Self.nanoseconds() &- started
         timing[3 * s].add(spent, ordering: .relaxed)
-        if spent > timing[3 * s + 1].load(ordering: .relaxed) { timing[3 * s + 1].store(spent, ordering: .relaxed) }
+        if spent > timing[3 * s + 1].load(ordering: .relaxed) {
+          timing[3 * s + 1].store(spent, ordering: .relaxed)
+        }
         timing[3 * s + 2].add(1, ordering: .relaxed)
       }
       var offset = 0

@@ -21,7 +21,13 @@ public enum PluginError: Error, Equatable, CustomStringConvertible {
     case .unknownControl(let id, let symbol, let known):
       return "stage '\(id)' has no control '\(symbol)' (it has: \(known.joined(separator: ", ")))"
     case .outOfRange(let id, let symbol, let value, let range):
-      return "\(value) is outside the range of '\(id).\(symbol)' (\(range.lowerBound) to \(range.upperBound))"
+      return "\(Self.format(value)) is outside the range of '\(id).\(symbol)' "
+        + "(\(Self.format(range.lowerBound)) to \(Self.format(range.upperBound)))"
     }
+  }
+
+  /// A value without needless decimals (`24`, `0.5`), as the built-in units' messages print it.
+  static func format(_ value: Float) -> String {
+    value == value.rounded() && abs(value) < 1e7 ? String(Int(value)) : String(value)
   }
 }

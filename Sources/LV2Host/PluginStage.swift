@@ -245,7 +245,8 @@ public final class PluginStage: ChainStage, @unchecked Sendable {
     rt = RealtimeView(
       instances: instances, workers: zip(features, workers).map { $1 ? $0.worker : nil }, controls: controls,
       audioIn: audioIn, audioOut: audioOut, atomIn: atomIn, atomOut: atomOut,
-      controlInputs: inputs.map(\.index), controlOutputs: info.ports.filter { $0.kind == .control && !$0.isInput }.map(\.index))
+      controlInputs: inputs.map(\.index),
+      controlOutputs: info.ports.filter { $0.kind == .control && !$0.isInput }.map(\.index))
   }
 
   deinit {
@@ -330,7 +331,8 @@ struct RealtimeView {
   let controlOutputCount: Int
 
   init(
-    instances: [UnsafeMutablePointer<LilvInstance>], workers: [PluginWorker?], controls: [UnsafeMutablePointer<Float>],
+    instances: [UnsafeMutablePointer<LilvInstance>], workers: [PluginWorker?],
+    controls: [UnsafeMutablePointer<Float>],
     audioIn: [[UnsafeMutablePointer<Float>]], audioOut: [[UnsafeMutablePointer<Float>]],
     atomIn: [[(UnsafeMutableRawPointer, Int)]], atomOut: [[(UnsafeMutableRawPointer, Int)]],
     controlInputs inputs: [Int], controlOutputs outputs: [Int]

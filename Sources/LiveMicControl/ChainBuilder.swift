@@ -57,6 +57,7 @@ public enum ChainBuilder {
       throw .chain(.invalidId("?"))
     }
     return BuiltChain(
-      chain: assembly.makeChain(sampleRate: settings.sampleRate), plugins: plugins, skipped: skipped)
+      chain: assembly.makeChain(sampleRate: settings.sampleRate, warmFrames: settings.nominalBlockFrames),
+      plugins: plugins, skipped: skipped)
   }
 }

@@ -21,7 +21,9 @@ final class ConnectionBook {
   /// Reads the current connections of the client's ports.
   func record(_ client: JackClient) {
     var now: Set<Connection> = []
-    for (full, output) in client.inputPortNames.map({ ($0, false) }) + client.outputPortNames.map({ ($0, true) }) {
+    for (full, output) in client.inputPortNames.map({ ($0, false) })
+      + client.outputPortNames.map({ ($0, true) })
+    {
       let short = String(full.split(separator: ":", maxSplits: 1).last ?? "")
       for other in client.connections(of: full) {
         now.insert(Connection(ours: short, theirs: other, output: output))
@@ -67,7 +69,9 @@ final class ConnectionBook {
   func connectPending(_ client: JackClient) {
     for c in pending where connect(c, client) {
       pending.remove(c)
-      Log.info("connected \(c.output ? "\(client.name):\(c.ours) → \(c.theirs)" : "\(c.theirs) → \(client.name):\(c.ours)") (its port appeared)")
+      Log.info(
+        "connected \(c.output ? "\(client.name):\(c.ours) → \(c.theirs)" : "\(c.theirs) → \(client.name):\(c.ours)") (its port appeared)"
+      )
     }
   }
 

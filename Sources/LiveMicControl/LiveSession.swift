@@ -177,8 +177,11 @@ public final class LiveSession: @unchecked Sendable {
       (chain, entries, plugins) = (built.chain, stages, built.plugins)
       presetModified = Self.modificationDate(preset.path)
       let ms = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e6
-      Log.info("preset '\(preset.name)' reloaded (\(reason)) and crossfaded in after " + String(format: "%.0f", ms) + " ms")
-      stream.emit("preset-loaded", ["name": .string(preset.name), "reason": .string(reason), "ms": .double(ms)])
+      Log.info(
+        "preset '\(preset.name)' reloaded (\(reason)) and crossfaded in after " + String(format: "%.0f", ms)
+          + " ms")
+      stream.emit(
+        "preset-loaded", ["name": .string(preset.name), "reason": .string(reason), "ms": .double(ms)])
     } catch {
       Log.error("preset not reloaded (\(reason)): \(error.description); the running chain is kept")
     }
@@ -187,7 +190,9 @@ public final class LiveSession: @unchecked Sendable {
   /// Per-stage processing time per block: `id mean/max µs`, for the log and health events.
   private func stageSummary() -> String {
     "stage time per block (mean/max µs): "
-      + chain.stageTimes().map { "\($0.id) " + String(format: "%.1f/%.0f", $0.meanMicroseconds, $0.maxMicroseconds) }
+      + chain.stageTimes().map {
+        "\($0.id) " + String(format: "%.1f/%.0f", $0.meanMicroseconds, $0.maxMicroseconds)
+      }
       .joined(separator: ", ")
   }
 
@@ -237,6 +242,7 @@ public final class LiveSession: @unchecked Sendable {
       if client.sampleRate != chain.sampleRate {
         do {
           let built = try ChainBuilder.build(entries, settings: Self.settings(for: client))
+          report(skipped: built.skipped)
           for p in chain.parameters where p.spec.kind != .output {
             built.chain.set(p.key, chain.targets.value(p.index))
           }
@@ -361,6 +367,12 @@ public final class LiveSession: @unchecked Sendable {
         return .stop
       }
       if events.serverLost.load(ordering: .acquiring) { return .serverLost }
+      // Plugins may report a new latency at any time (a convolver once its impulse is loaded).
+      let latency = chain.latencyFrames
+      if latency != Int(events.chainLatencyFrames.load(ordering: .relaxed)) {
+        client.setChainLatency(frames: latency)
+        Log.info("chain latency is now \(latency) frames (reported to JACK)")
+      }
       if DispatchTime.now().uptimeNanoseconds > lastHealth.uptimeNanoseconds + 10_000_000_000 {
         lastHealth = .now()
         let xrunsNow = events.xruns.load(ordering: .relaxed)
@@ -427,7 +439,8 @@ public final class LiveSession: @unchecked Sendable {
         stream.emit(
           "xrun",
           [
-            "new": .int(Int(xruns - reportedXruns)), "total": .int(Int(xruns)), "last_minute": .int(Int(lastMinute)),
+            "new": .int(Int(xruns - reportedXruns)), "total": .int(Int(xruns)),
+            "last_minute": .int(Int(lastMinute)),
             "delay_us": .double(Double(delay)), "dsp_load_percent": .double(Double(load)),
           ])
         reportedXruns = xruns

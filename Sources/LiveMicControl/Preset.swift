@@ -107,7 +107,8 @@ extension Preset {
     var routeOut: [String] = []
     if let r = top["route"] {
       guard let route = r.object else {
-        throw .invalid(path: path, key: "route", reason: "expected an object like {\"out\": [\"pattern\", ...]}")
+        throw .invalid(
+          path: path, key: "route", reason: "expected an object like {\"out\": [\"pattern\", ...]}")
       }
       try checkKeys(route, allowed: ["out"], prefix: "route.", path: path)
       if let out = route["out"] {

@@ -76,7 +76,9 @@ public enum Renderer {
       fixedBlocks: false)
     let built: BuiltChain
     do { built = try ChainBuilder.build(stages, settings: settings) } catch { throw .session(error) }
-    for (_, message) in built.skipped { FileHandle.standardError.write(Data("livemic: error: \(message)\n".utf8)) }
+    for (_, message) in built.skipped {
+      FileHandle.standardError.write(Data("livemic: error: \(message)\n".utf8))
+    }
     let chain = built.chain
     let channels = Int(inInfo.channels)
     var interleaved = [Float](repeating: 0, count: block * max(channels, 2))

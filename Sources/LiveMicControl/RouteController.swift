@@ -80,7 +80,8 @@ final class RouteController {
 
   private func connect(_ client: JackClient, to targets: [String]) {
     let outputs = client.outputPortNames
-    for (i, old) in current.enumerated() where i < outputs.count && !(i < targets.count && targets[i] == old) {
+    for (i, old) in current.enumerated() where i < outputs.count && !(i < targets.count && targets[i] == old)
+    {
       client.disconnect(outputs[i], old)
     }
     for (i, target) in targets.enumerated() where i < outputs.count {

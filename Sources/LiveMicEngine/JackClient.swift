@@ -182,6 +182,13 @@ public final class JackClient: @unchecked Sendable {
     }
   }
 
+  /// Tells JACK the chain's latency changed (a plugin reported a new one): the latency callback
+  /// adds the new value and JACK recomputes every port's latency.
+  public func setChainLatency(frames: Int) {
+    events.chainLatencyFrames.store(UInt32(max(frames, 0)), ordering: .relaxed)
+    jack_recompute_total_latencies(handle)
+  }
+
   /// JACK's DSP load estimate in percent.
   public var cpuLoadPercent: Float { jack_cpu_load(handle) }
 

@@ -1,4 +1,5 @@
 import CJack
+
 #if canImport(Glibc)
   import Glibc
 #endif

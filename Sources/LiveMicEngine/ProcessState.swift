@@ -111,7 +111,10 @@ extension ProcessState {
   /// the fade is complete.
   /// - Realtime: safe
   @inline(__always)
-  fileprivate func crossfade(from old: Unmanaged<VoiceChain>, left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>, frames: Int) {
+  fileprivate func crossfade(
+    from old: Unmanaged<VoiceChain>, left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>,
+    frames: Int
+  ) {
     let quarter = Float.pi / 2 / Float(fadeLength)
     var position = fadePosition
     for f in 0..<frames {

@@ -42,7 +42,8 @@ extension EndToEnd {
       let server = try JackServer()
       let livemic = try LiveMicProcess(["-s", server.name, "-n", "lmmiss", "--connect-out", "nobody:here"])
       #expect(livemic.waitForLog("latency capture-to-playback"), "\(livemic.log)")
-      #expect(livemic.log.contains("'nobody:here' does not exist yet: LiveMic connects to it when it appears"))
+      #expect(
+        livemic.log.contains("'nobody:here' does not exist yet: LiveMic connects to it when it appears"))
       #expect(livemic.process.isRunning)
       #expect(livemic.interrupt() == 0)
       server.stop()

@@ -21,7 +21,9 @@ extension EndToEnd {
       let file = folder.appendingPathComponent("events.jsonl")
       let server = try JackServer(period: 64)
       let sleeper = try TestClient(name: "lmsleeper", server: server.name, signal: nil, captureChannels: 1)
-      let livemic = try LiveMicProcess(["-s", server.name, "-n", "lmev", "--no-connect", "--events", file.path])
+      let livemic = try LiveMicProcess([
+        "-s", server.name, "-n", "lmev", "--no-connect", "--events", file.path,
+      ])
       #expect(livemic.waitForLog("latency capture-to-playback"), "\(livemic.log)")
       sleeper.sleepMicroseconds.store(4000, ordering: .relaxed)
       usleep(1_000_000)
@@ -30,7 +32,8 @@ extension EndToEnd {
       #expect(livemic.interrupt() == 0)
       let events = Self.events(file)
       let names = events.compactMap { $0["event"] as? String }
-      #expect(names.first == "started" && names.contains("preset-loaded") && names.last == "stopped", "\(names)")
+      #expect(
+        names.first == "started" && names.contains("preset-loaded") && names.last == "stopped", "\(names)")
       let xrun = events.first { $0["event"] as? String == "xrun" } ?? [:]
       #expect((xrun["total"] as? Int ?? 0) >= 1 && (xrun["new"] as? Int ?? 0) >= 1, "\(xrun)")
       #expect(xrun["last_minute"] != nil && xrun["delay_us"] != nil && xrun["dsp_load_percent"] != nil)
@@ -45,7 +48,9 @@ extension EndToEnd {
       defer { try? FileManager.default.removeItem(at: folder) }
       let file = folder.appendingPathComponent("events.jsonl")
       let server = try JackServer(period: 64)
-      let livemic = try LiveMicProcess(["-s", server.name, "-n", "lmev2", "--no-connect", "--events", file.path])
+      let livemic = try LiveMicProcess([
+        "-s", server.name, "-n", "lmev2", "--no-connect", "--events", file.path,
+      ])
       #expect(livemic.waitForLog("latency capture-to-playback"), "\(livemic.log)")
       try server.killAndRestart(period: 128)
       #expect(livemic.waitForLog("reconnected to"), "\(livemic.log)")
@@ -54,7 +59,9 @@ extension EndToEnd {
       let names = events.compactMap { $0["event"] as? String }
       #expect(names.contains("server-lost") && names.contains("reconnected"), "\(names)")
       let reconnected = events.first { $0["event"] as? String == "reconnected" } ?? [:]
-      #expect((reconnected["ms"] as? Double ?? -1) >= 0 && reconnected["buffer_frames"] as? Int == 128, "\(reconnected)")
+      #expect(
+        (reconnected["ms"] as? Double ?? -1) >= 0 && reconnected["buffer_frames"] as? Int == 128,
+        "\(reconnected)")
       server.stop()
     }
   }

@@ -8,7 +8,8 @@ extension EndToEnd {
     /// Starts a server, a generator and a three-input capture (in_1: the generator directly,
     /// in_2/in_3: LiveMic's outputs), then LiveMic with `arguments`.
     static func rig(
-      _ arguments: [String], signal: TestSignal, period: Int = 64, guardOutput: URL? = nil
+      _ arguments: [String], signal: TestSignal, period: Int = 64, guardOutput: URL? = nil,
+      environment: [String: String] = [:]
     ) throws -> (JackServer, TestClient, TestClient, LiveMicProcess) {
       let server = try JackServer(period: period)
       let generator = try TestClient(name: "lmgen", server: server.name, signal: signal, captureChannels: 0)
@@ -19,7 +20,7 @@ extension EndToEnd {
           "-s", server.name, "-n", "lmclient", "--connect-in", generator.portName("out"),
           "--connect-out", "\(capture.portName("in_2")),\(capture.portName("in_3"))",
         ] + arguments,
-        guardOutput: guardOutput)
+        guardOutput: guardOutput, environment: environment)
       guard livemic.waitForLog("latency capture-to-playback") else {
         throw HarnessError("livemic did not start: \(livemic.log)")
       }

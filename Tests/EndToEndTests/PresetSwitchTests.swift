@@ -35,11 +35,13 @@ extension EndToEnd {
       let jump = zip(out, out.dropFirst()).map { abs($1 - $0) }.max() ?? 0
       #expect(jump <= steadyJump * 1.25, "largest step \(jump) against \(steadyJump) before the switch")
       // No gap: every 5 ms window keeps at least a third of the quieter preset's level.
-      let quietest = stride(from: 0, to: out.count - 240, by: 240).map { rms(out[$0..<($0 + 240)]) }.min() ?? 0
+      let quietest =
+        stride(from: 0, to: out.count - 240, by: 240).map { rms(out[$0..<($0 + 240)]) }.min() ?? 0
       #expect(quietest > 0.4 * 0.25 * 0.707 / 3, "a 5 ms window fell to RMS \(quietest)")
       // And the new preset is what plays now (volume 0.4 with +6 dB bass shelf at 100 Hz).
       let after = rms(out[(out.count - 2400)...])
-      #expect(abs(after - rms(steady) * 0.5) < rms(steady) * 0.15, "level after \(after), before \(rms(steady))")
+      #expect(
+        abs(after - rms(steady) * 0.5) < rms(steady) * 0.15, "level after \(after), before \(rms(steady))")
       #expect(livemic.interrupt() == 0)
       // The crossfade runs both chains on the audio thread: still nothing counted there.
       let guardCounts = RealtimeGuard.counters(counters)

@@ -56,6 +56,7 @@ extension EndToEnd {
       process.arguments = [
         "-o", output.path, "--", Paths.livemic.path, "-s", server.name, "-n", "lmrtcheck", "-p", "voice",
       ]
+      process.environment = Paths.childEnvironment()
       process.standardError = FileHandle.nullDevice
       process.standardOutput = FileHandle.nullDevice
       try process.run()

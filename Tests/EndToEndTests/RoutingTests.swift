@@ -13,24 +13,31 @@ extension EndToEnd {
       let file = folder.appendingPathComponent("events.jsonl")
       let server = try JackServer(period: 64)
       let generator = try TestClient(
-        name: "lmgen", server: server.name, signal: .sine(frequencyHz: 440, amplitude: 0.3), captureChannels: 0)
-      var speakerB: TestClient? = try TestClient(name: "lmspkB", server: server.name, signal: nil, captureChannels: 2)
-      let livemic = try LiveMicProcess([
-        "-s", server.name, "-n", "lmroute", "-p", "flat", "--connect-in", "lmgen:out",
-        "--route-out", "lmspkA:in_", "--route-out", "lmspkB:in_", "--events", file.path,
-      ], guardOutput: folder.appendingPathComponent("rtguard.txt"))
+        name: "lmgen", server: server.name, signal: .sine(frequencyHz: 440, amplitude: 0.3),
+        captureChannels: 0)
+      var speakerB: TestClient? = try TestClient(
+        name: "lmspkB", server: server.name, signal: nil, captureChannels: 2)
+      let livemic = try LiveMicProcess(
+        [
+          "-s", server.name, "-n", "lmroute", "-p", "flat", "--connect-in", "lmgen:out",
+          "--route-out", "lmspkA:in_", "--route-out", "lmspkB:in_", "--events", file.path,
+        ], guardOutput: folder.appendingPathComponent("rtguard.txt"))
       #expect(livemic.waitForLog("route: requested 'lmspkA:in_' then 'lmspkB:in_'"), "\(livemic.log)")
       #expect(generator.connections(of: "lmroute:out_1") == ["lmspkB:in_1"])
       #expect(generator.connections(of: "lmroute:out_2") == ["lmspkB:in_2"])
 
       // The preferred device appears: LiveMic moves there and mutes (another device).
-      var speakerA: TestClient? = try TestClient(name: "lmspkA", server: server.name, signal: nil, captureChannels: 2)
-      #expect(waitUntil(seconds: 5) { generator.connections(of: "lmroute:out_1") == ["lmspkA:in_1"] }, "\(livemic.log)")
+      var speakerA: TestClient? = try TestClient(
+        name: "lmspkA", server: server.name, signal: nil, captureChannels: 2)
+      #expect(
+        waitUntil(seconds: 5) { generator.connections(of: "lmroute:out_1") == ["lmspkA:in_1"] },
+        "\(livemic.log)")
       #expect(livemic.waitForLog("output muted"), "\(livemic.log)")
       usleep(300_000)
       var start = speakerA!.frameCount
       try speakerA!.record(frames: 4800)
-      #expect(rms(speakerA!.recording(channel: 0, from: start).samples[...]) == 0, "muted output is not silent")
+      #expect(
+        rms(speakerA!.recording(channel: 0, from: start).samples[...]) == 0, "muted output is not silent")
 
       // Told to unmute: audio ramps back up on the new device.
       kill(livemic.process.processIdentifier, SIGUSR1)
@@ -43,17 +50,25 @@ extension EndToEnd {
       // The preferred device vanishes: fall back to B, muted.
       speakerA!.close()
       speakerA = nil
-      #expect(waitUntil(seconds: 5) { generator.connections(of: "lmroute:out_1") == ["lmspkB:in_1"] }, "\(livemic.log)")
-      #expect(waitUntil(seconds: 5) { livemic.log.components(separatedBy: "output muted").count == 3 }, "\(livemic.log)")
+      #expect(
+        waitUntil(seconds: 5) { generator.connections(of: "lmroute:out_1") == ["lmspkB:in_1"] },
+        "\(livemic.log)")
+      #expect(
+        waitUntil(seconds: 5) { livemic.log.components(separatedBy: "output muted").count == 3 },
+        "\(livemic.log)")
       #expect(livemic.interrupt() == 0)
       let guardCounts = RealtimeGuard.counters(folder.appendingPathComponent("rtguard.txt"))
       for key in ["malloc", "free", "lock", "wait", "io", "sleep"] {
         #expect(guardCounts[key] == "0", "\(key)=\(guardCounts[key] ?? "?")")
       }
       let names = EventStreamTests.events(file).compactMap { $0["event"] as? String }
-      #expect(names.filter { $0 == "route-changed" }.count >= 2 && names.contains("muted") && names.contains("unmuted"), "\(names)")
+      #expect(
+        names.filter { $0 == "route-changed" }.count >= 2 && names.contains("muted")
+          && names.contains("unmuted"), "\(names)")
       let reasons = EventStreamTests.events(file).compactMap { $0["reason"] as? String }
-      #expect(reasons.contains { $0.contains("disappeared") } && reasons.contains { $0.contains("more preferred") }, "\(reasons)")
+      #expect(
+        reasons.contains { $0.contains("disappeared") } && reasons.contains { $0.contains("more preferred") },
+        "\(reasons)")
       speakerB?.close()
       speakerB = nil
       generator.close()

@@ -71,7 +71,7 @@ struct PresetTests {
       (#"{"chain": []}"#, "key 'name': expected a non-empty string"),
       (
         #"{"name": "x", "chain": [], "colour": 1}"#,
-        "key 'colour': unknown key (allowed: chain, description, name, volume)"
+        "key 'colour': unknown key (allowed: chain, description, name, route, volume)"
       ),
       (#"{"name": "x"}"#, "key 'chain': expected an array of stages"),
       (#"{"name": "x", "volume": 2, "chain": []}"#, "key 'volume': expected a number from 0 to 1"),
@@ -94,7 +94,7 @@ struct PresetTests {
       ),
       (
         #"{"name": "x", "chain": [{"unit": "eq"}, {"unit": "eq"}]}"#,
-        "key 'chain': stage id 'eq' is used twice"
+        "key 'chain[1].id': stage id 'eq' is used twice"
       ),
       (#"{"name": "x", "chain": [{"unit": "eq", "gain": 1}]}"#, "key 'chain[0].gain': unknown key"),
     ])

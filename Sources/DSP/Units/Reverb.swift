@@ -55,7 +55,8 @@ public struct Reverb: VoiceUnit {
 
   public mutating func reset() {
     for i in 0..<memory.count { memory[i] = 0 }
-    for i in 0..<lines.count { lines[i].store = 0 }
+    // Positions back to the start too, so a reset chain runs exactly as a fresh one.
+    for i in 0..<lines.count { (lines[i].store, lines[i].index) = (0, 0) }
   }
 
   /// - Realtime: safe

@@ -21,7 +21,7 @@ final class LiveMicProcess {
     }
     process.executableURL = Paths.livemic
     process.arguments = arguments
-    var env = ProcessInfo.processInfo.environment
+    var env = Paths.childEnvironment()
     env["JACK_NO_START_SERVER"] = "1"
     env["XDG_CONFIG_HOME"] = folder.path  // no user presets
     if let guardOutput {
@@ -63,12 +63,15 @@ final class LiveMicProcess {
 }
 
 /// Runs `livemic ARGS` to completion: exit status, standard output and standard error.
-func runLiveMic(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
+func runLiveMic(_ arguments: [String], environment extra: [String: String] = [:]) throws -> (
+  status: Int32, stdout: String, stderr: String
+) {
   let process = Process()
   process.executableURL = Paths.livemic
   process.arguments = arguments
-  var env = ProcessInfo.processInfo.environment
+  var env = Paths.childEnvironment()
   env["JACK_NO_START_SERVER"] = "1"
+  for (k, v) in extra { env[k] = v }
   process.environment = env
   let out = Pipe()
   let err = Pipe()

@@ -7,8 +7,26 @@ enum Paths {
     .deletingLastPathComponent()
 
   /// The release binary the end-to-end tests run (`swift build -c release` makes it; the test
-  /// script does that first).
-  static var livemic: URL { root.appendingPathComponent(".build/release/livemic") }
+  /// script does that first). `$LIVEMIC_BINARY` names another one (a build with its own
+  /// `--scratch-path`).
+  static var livemic: URL {
+    if let path = binaryOverride { return URL(fileURLWithPath: path) }
+    return root.appendingPathComponent(".build/release/livemic")
+  }
+
+  private static var binaryOverride: String? {
+    ProcessInfo.processInfo.environment["LIVEMIC_BINARY"].flatMap { $0.isEmpty ? nil : $0 }
+  }
+
+  /// The environment for a child `livemic`: this process's, plus, for a binary outside the
+  /// package (which cannot find the shipped presets beside itself), `LIVEMIC_PRESETS_DIR`.
+  static func childEnvironment() -> [String: String] {
+    var env = ProcessInfo.processInfo.environment
+    if binaryOverride != nil && env["LIVEMIC_PRESETS_DIR"] == nil {
+      env["LIVEMIC_PRESETS_DIR"] = root.appendingPathComponent("presets").path
+    }
+    return env
+  }
 
   static var rtguardSource: URL { root.appendingPathComponent("Tests/Support/rtguard/rtguard.c") }
 

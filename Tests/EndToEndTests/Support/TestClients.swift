@@ -40,6 +40,8 @@ final class TestClient: @unchecked Sendable {
   private let frameTimes: UnsafeMutablePointer<UInt32>
   private let written = Atomic<Int>(0)
   let cycles = Atomic<Int>(0)
+  /// Xruns the server reported while this client was active (any client's).
+  let xruns = Atomic<Int>(0)
   /// Set to make the process callback sleep this long (µs) each cycle, to cause xruns.
   let sleepMicroseconds = Atomic<Int>(0)
 
@@ -69,6 +71,12 @@ final class TestClient: @unchecked Sendable {
       h,
       { frames, context in
         Unmanaged<TestClient>.fromOpaque(context!).takeUnretainedValue().process(frames)
+      }, Unmanaged.passUnretained(self).toOpaque())
+    jack_set_xrun_callback(
+      h,
+      { context in
+        Unmanaged<TestClient>.fromOpaque(context!).takeUnretainedValue().xruns.add(1, ordering: .relaxed)
+        return 0
       }, Unmanaged.passUnretained(self).toOpaque())
     guard jack_activate(h) == 0 else { throw HarnessError("test client '\(name)' cannot activate") }
   }
