@@ -136,9 +136,12 @@ public final class JackClient: @unchecked Sendable {
   /// Physical ports: capture ports (`JackPortIsOutput`) or playback ports (`JackPortIsInput`).
   public func physicalPorts(capture: Bool) -> [String] {
     let flags = JackPortIsPhysical.rawValue | (capture ? JackPortIsOutput : JackPortIsInput).rawValue
-    guard let list = jack_get_ports(handle, nil, "32 bit float mono audio", UInt(flags)) else {
-      return []
-    }
+    return Self.names(jack_get_ports(handle, nil, "32 bit float mono audio", UInt(flags)))
+  }
+
+  /// The names in a NULL-terminated list that libjack allocated, which is then freed.
+  private static func names(_ list: UnsafeMutablePointer<UnsafePointer<CChar>?>?) -> [String] {
+    guard let list else { return [] }
     defer { jack_free(UnsafeMutableRawPointer(mutating: list)) }
     var names: [String] = []
     var i = 0
@@ -154,17 +157,8 @@ public final class JackClient: @unchecked Sendable {
   /// outputs go) or send it, in JACK's order.
   public func ports(matching pattern: String, playback: Bool) -> [String] {
     let flags = (playback ? JackPortIsInput : JackPortIsOutput).rawValue
-    guard let list = jack_get_ports(handle, pattern, "32 bit float mono audio", UInt(flags)) else {
-      return []
-    }
-    defer { jack_free(UnsafeMutableRawPointer(mutating: list)) }
-    var names: [String] = []
-    var i = 0
-    while let p = list[i] {
-      names.append(String(cString: p))
-      i += 1
-    }
-    return names.filter { !$0.hasPrefix(name + ":") }
+    return Self.names(jack_get_ports(handle, pattern, "32 bit float mono audio", UInt(flags)))
+      .filter { !$0.hasPrefix(name + ":") }
   }
 
   /// Disconnects `source` from `destination`; a missing connection is fine.
@@ -197,16 +191,8 @@ public final class JackClient: @unchecked Sendable {
 
   /// The ports connected to `port` (full names).
   public func connections(of port: String) -> [String] {
-    guard let p = jack_port_by_name(handle, port), let list = jack_port_get_all_connections(handle, p)
-    else { return [] }
-    defer { jack_free(UnsafeMutableRawPointer(mutating: list)) }
-    var names: [String] = []
-    var i = 0
-    while let c = list[i] {
-      names.append(String(cString: c))
-      i += 1
-    }
-    return names
+    guard let p = jack_port_by_name(handle, port) else { return [] }
+    return Self.names(jack_port_get_all_connections(handle, p))
   }
 
   /// A port's latency range for `capture` (true) or playback latency.

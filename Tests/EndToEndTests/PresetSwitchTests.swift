@@ -44,10 +44,7 @@ extension EndToEnd {
         abs(after - rms(steady) * 0.5) < rms(steady) * 0.15, "level after \(after), before \(rms(steady))")
       #expect(livemic.interrupt() == 0)
       // The crossfade runs both chains on the audio thread: still nothing counted there.
-      let guardCounts = RealtimeGuard.counters(counters)
-      for key in ["malloc", "free", "lock", "wait", "io", "sleep"] {
-        #expect(guardCounts[key] == "0", "\(key)=\(guardCounts[key] ?? "?")")
-      }
+      RealtimeGuard.expectNothingCounted(counters)
       generator.close()
       capture.close()
       server.stop()

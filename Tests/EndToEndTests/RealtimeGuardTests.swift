@@ -15,10 +15,7 @@ extension EndToEnd {
         ["-p", "voice"], signal: .sine(frequencyHz: 220, amplitude: 0.3), guardOutput: counters)
       func cycles() -> Int { Int(RealtimeGuard.counters(counters)["cycles"] ?? "0") ?? 0 }
       #expect(waitUntil(seconds: 20) { cycles() >= 2000 }, "only \(cycles()) cycles")
-      let before = RealtimeGuard.counters(counters)
-      for key in ["malloc", "free", "lock", "wait", "io", "sleep"] {
-        #expect(before[key] == "0", "\(key)=\(before[key] ?? "?") after \(before["cycles"] ?? "?") cycles")
-      }
+      RealtimeGuard.expectNothingCounted(counters)
 
       #expect(capture.setBufferSize(128) == 0)
       #expect(livemic.waitForLog("buffer size is now 128 frames"), "\(livemic.log)")
@@ -29,11 +26,8 @@ extension EndToEnd {
       let out = capture.recording(channel: 1, from: start).samples
       #expect(rms(out[(out.count / 2)...]) > 0.01, "no audio after the buffer-size change")
       #expect(livemic.interrupt() == 0)
-      let after = RealtimeGuard.counters(counters)
-      for key in ["malloc", "free", "lock", "wait", "io", "sleep"] {
-        #expect(after[key] == "0", "\(key)=\(after[key] ?? "?") after \(after["cycles"] ?? "?") cycles")
-      }
-      #expect(after["first"] == "none")
+      RealtimeGuard.expectNothingCounted(counters)
+      #expect(RealtimeGuard.counters(counters)["first"] == "none")
       generator.close()
       capture.close()
       server.stop()
@@ -65,10 +59,7 @@ extension EndToEnd {
       #expect(probe.setBufferSize(256) == 0)
       let atChange = cycles()
       #expect(waitUntil(seconds: 20) { cycles() >= atChange + 400 })
-      let result = RealtimeGuard.counters(output)
-      for key in ["malloc", "free", "lock", "wait", "io", "sleep"] {
-        #expect(result[key] == "0", "rtcheck: \(key)=\(result[key] ?? "?")")
-      }
+      RealtimeGuard.expectNothingCounted(output, "rtcheck")
       kill(-process.processIdentifier, SIGINT)
       _ = waitUntil(seconds: 10) { !process.isRunning }
       if process.isRunning { kill(-process.processIdentifier, SIGKILL) }

@@ -75,10 +75,7 @@ extension EndToEnd {
       let growth = (rss.last ?? 0) - (rss.dropFirst(2).first ?? 0)
       #expect(growth < 4096, "RSS grew by \(growth) kB from round 2 to round 10: \(rss)")
       #expect(livemic.interrupt() == 0)
-      let result = RealtimeGuard.counters(counters)
-      for key in ["malloc", "free", "lock", "wait", "io", "sleep"] {
-        #expect(result[key] == "0", "\(key)=\(result[key] ?? "?")")
-      }
+      RealtimeGuard.expectNothingCounted(counters)
       server.stop()
     }
 

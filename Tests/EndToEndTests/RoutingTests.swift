@@ -57,10 +57,7 @@ extension EndToEnd {
         waitUntil(seconds: 5) { livemic.log.components(separatedBy: "output muted").count == 3 },
         "\(livemic.log)")
       #expect(livemic.interrupt() == 0)
-      let guardCounts = RealtimeGuard.counters(folder.appendingPathComponent("rtguard.txt"))
-      for key in ["malloc", "free", "lock", "wait", "io", "sleep"] {
-        #expect(guardCounts[key] == "0", "\(key)=\(guardCounts[key] ?? "?")")
-      }
+      RealtimeGuard.expectNothingCounted(folder.appendingPathComponent("rtguard.txt"))
       let names = EventStreamTests.events(file).compactMap { $0["event"] as? String }
       #expect(
         names.filter { $0 == "route-changed" }.count >= 2 && names.contains("muted")

@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 
 /// The release `livemic` binary run as a child process, its standard error kept in a file.
 final class LiveMicProcess {
@@ -109,6 +110,21 @@ enum RealtimeGuard {
   }()
 
   static func library() throws -> URL { try built.get() }
+
+  /// The counters a real-time callback must keep at zero.
+  static let forbidden = ["malloc", "free", "lock", "wait", "io", "sleep"]
+
+  /// Expects every forbidden counter in a counters file to be zero (and the file to exist).
+  static func expectNothingCounted(
+    _ file: URL, _ label: String = "guard", sourceLocation: SourceLocation = #_sourceLocation
+  ) {
+    let c = counters(file)
+    for key in forbidden {
+      #expect(
+        c[key] == "0", "\(label): \(key)=\(c[key] ?? "?") after \(c["cycles"] ?? "?") cycles",
+        sourceLocation: sourceLocation)
+    }
+  }
 
   /// Parses a counters line: `cycles=2133 malloc=0 … us_max=74.8`.
   static func counters(_ file: URL) -> [String: String] {
