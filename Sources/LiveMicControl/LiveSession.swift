@@ -352,6 +352,7 @@ public final class LiveSession: @unchecked Sendable {
     var lastXrunReport = DispatchTime(uptimeNanoseconds: 0)
     var bufferFrames = events.bufferFrames.load(ordering: .relaxed)
     var sampleRate = events.sampleRate.load(ordering: .relaxed)
+    var freewheeling = false
     while true {
       _ = events.wake.wait(timeout: .now() + .seconds(1))
       if stopRequested.load(ordering: .acquiring) {
@@ -453,6 +454,10 @@ public final class LiveSession: @unchecked Sendable {
       if frames != bufferFrames {
         bufferFrames = frames
         Log.info("buffer size is now \(frames) frames")
+      }
+      if events.freewheeling.load(ordering: .relaxed) != freewheeling {
+        freewheeling.toggle()
+        Log.info(freewheeling ? "JACK is freewheeling (running as fast as it can)" : "JACK stopped freewheeling")
       }
       let rate = events.sampleRate.load(ordering: .relaxed)
       if rate != sampleRate {

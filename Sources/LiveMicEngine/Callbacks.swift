@@ -56,3 +56,11 @@ func livemicGraphChanged(context: UnsafeMutableRawPointer?) {
   events.graphChanged.store(true, ordering: .releasing)
   events.wake.signal()
 }
+
+/// Freewheel mode on or off: recorded for the supervisor (the chain runs the same either way).
+func livemicFreewheel(starting: Int32, context: UnsafeMutableRawPointer?) {
+  guard let context else { return }
+  let events = Unmanaged<EngineEvents>.fromOpaque(context).takeUnretainedValue()
+  events.freewheeling.store(starting != 0, ordering: .relaxed)
+  events.wake.signal()
+}

@@ -24,6 +24,9 @@ public final class EngineEvents: @unchecked Sendable {
   /// The client the callbacks belong to (set before activation, for `jack_get_xrun_delayed_usecs`).
   nonisolated(unsafe) var clientHandle: OpaquePointer?
 
+  /// True while JACK runs in freewheel mode (as fast as it can, for export).
+  public let freewheeling = Atomic<Bool>(false)
+
   /// Set when ports appear or disappear or connections change; the supervisor clears it.
   public let graphChanged = Atomic<Bool>(false)
 

@@ -96,6 +96,7 @@ public final class JackClient: @unchecked Sendable {
       handle, { livemicBufferSize(frames: $0, context: $1) }, eventsContext)
     jack_set_sample_rate_callback(
       handle, { livemicSampleRate(rate: $0, context: $1) }, eventsContext)
+    jack_set_freewheel_callback(handle, { livemicFreewheel(starting: $0, context: $1) }, eventsContext)
     jack_set_port_registration_callback(
       handle, { _, _, context in livemicGraphChanged(context: context) }, eventsContext)
     jack_set_port_connect_callback(
