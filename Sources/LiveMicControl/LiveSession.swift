@@ -166,13 +166,13 @@ public final class LiveSession: @unchecked Sendable {
 
   /// Reads the preset again and crossfades to it (equal power, 50 ms) on the audio thread; the
   /// new chain is built and warmed here first, the old one is freed here after the fade. A
-  /// broken file is reported and the running chain kept.
+  /// broken file, or a plugin of it that cannot be made, is reported and the running chain kept.
   private func reloadPreset(_ client: JackClient, state: ProcessState, reason: String) {
     let started = DispatchTime.now()
     do {
       let (preset, stages) = try Self.stages(for: options)
-      let built = try ChainBuilder.build(stages, settings: Self.settings(for: client))
-      report(skipped: built.skipped)
+      // Strict: a plugin that cannot be made fails the reload, and the running chain stays.
+      let built = try ChainBuilder.build(stages, settings: Self.settings(for: client), strict: true)
       state.slot.crossfade(to: built.chain, running: true)
       (chain, entries, plugins) = (built.chain, stages, built.plugins)
       presetModified = Self.modificationDate(preset.path)
