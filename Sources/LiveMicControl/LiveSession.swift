@@ -39,6 +39,7 @@ public enum SessionError: Error, CustomStringConvertible {
   case engine(EngineError)
   case plugin(id: String, PluginError)
   case events(path: String)
+  case control(path: String, reason: String)
 
   public var description: String {
     switch self {
@@ -48,6 +49,7 @@ public enum SessionError: Error, CustomStringConvertible {
     case .engine(let e): return e.description
     case .plugin(let id, let e): return "plugin stage '\(id)': \(e.description)"
     case .events(let path): return "cannot write the event stream to '\(path)'"
+    case .control(let path, let reason): return "cannot serve the control socket '\(path)': \(reason)"
     }
   }
 }
@@ -55,29 +57,32 @@ public enum SessionError: Error, CustomStringConvertible {
 /// The supervisor of one live run: opens the client, builds and warms the chain, starts audio,
 /// connects, then watches JACK's events until a signal or a server loss. Never real-time.
 public final class LiveSession: @unchecked Sendable {
-  private let options: RunOptions
+  var options: RunOptions
   private let stopRequested = Atomic<Bool>(false)
   private var signalSources: [any DispatchSourceSignal] = []
-  private var plugins: [PluginStage] = []
+  var plugins: [PluginStage] = []
   /// The chain running (or to run after a reconnection) and the entries it was built from.
-  private var chain: VoiceChain!
+  var chain: VoiceChain!
   private var entries: [ChainEntry] = []
   /// The preset file, for SIGHUP and --watch, and its modification date when last loaded.
   private var presetPath: String?
+  /// The name of the preset running.
+  var presetName = ""
   private var presetModified: Date?
   private let reloadRequested = Atomic<Bool>(false)
   private let unmuteRequested = Atomic<Bool>(false)
-  private var route: RouteController?
+  var route: RouteController?
+  private var control: ControlServer?
   /// Muted by the routing policy, until SIGUSR1.
-  private var muted = false
-  private var stream: EventStream!
+  var muted = false
+  var stream: EventStream!
   /// Xrun totals seen, with when, for "xruns in the last minute".
   private var xrunHistory: [(time: DispatchTime, total: UInt64)] = []
   private var lastHealth = DispatchTime.now()
   /// Wakes the supervisor: JACK's callbacks (of every client it opens) and the signal handlers.
   private let wake = DispatchSemaphore(value: 0)
   /// The connections LiveMic's ports have, kept across server restarts.
-  private let book = ConnectionBook()
+  let book = ConnectionBook()
 
   public init(options: RunOptions) {
     self.options = options
@@ -125,6 +130,7 @@ public final class LiveSession: @unchecked Sendable {
     entries = stages
     plugins = built.plugins
     presetPath = preset.path
+    presetName = preset.name
     presetModified = Self.modificationDate(preset.path)
     var state: ProcessState
     do { state = try start(client, chain: chain) } catch { throw .engine(error) }
@@ -148,6 +154,10 @@ public final class LiveSession: @unchecked Sendable {
       ])
     stream.emit("preset-loaded", ["name": .string(preset.name), "reason": .string("start")])
     installSignalHandlers()
+    do { control = try ControlServer(name: client.name, wake: wake) } catch {
+      Log.error(error.description + "; running without it")
+    }
+    defer { control?.shutdown() }
     while true {
       switch supervise(client, state: state) {
       case .stop:
@@ -167,7 +177,9 @@ public final class LiveSession: @unchecked Sendable {
   /// Reads the preset again and crossfades to it (equal power, 50 ms) on the audio thread; the
   /// new chain is built and warmed here first, the old one is freed here after the fade. A
   /// broken file, or a plugin of it that cannot be made, is reported and the running chain kept.
-  private func reloadPreset(_ client: JackClient, state: ProcessState, reason: String) {
+  @discardableResult
+  /// Returns nil when the new chain runs, else the one-sentence reason it does not.
+  func reloadPreset(_ client: JackClient, state: ProcessState, reason: String) -> String? {
     let started = DispatchTime.now()
     do {
       let (preset, stages) = try Self.stages(for: options)
@@ -175,6 +187,8 @@ public final class LiveSession: @unchecked Sendable {
       let built = try ChainBuilder.build(stages, settings: Self.settings(for: client), strict: true)
       state.slot.crossfade(to: built.chain, running: true)
       (chain, entries, plugins) = (built.chain, stages, built.plugins)
+      presetName = preset.name
+      presetPath = preset.path
       presetModified = Self.modificationDate(preset.path)
       let ms = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e6
       Log.info(
@@ -182,8 +196,10 @@ public final class LiveSession: @unchecked Sendable {
           + " ms")
       stream.emit(
         "preset-loaded", ["name": .string(preset.name), "reason": .string(reason), "ms": .double(ms)])
+      return nil
     } catch {
       Log.error("preset not reloaded (\(reason)): \(error.description); the running chain is kept")
+      return error.description
     }
   }
 
@@ -209,7 +225,7 @@ public final class LiveSession: @unchecked Sendable {
     return (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date
   }
 
-  private var serverLabel: String { options.serverName ?? JackClient.defaultServerName }
+  var serverLabel: String { options.serverName ?? JackClient.defaultServerName }
 
   /// How plugins are run on this client: at its rate, in blocks of its period.
   static func settings(for client: JackClient) -> HostSettings {
@@ -368,6 +384,9 @@ public final class LiveSession: @unchecked Sendable {
         return .stop
       }
       if events.serverLost.load(ordering: .acquiring) { return .serverLost }
+      for request in control?.takeRequests() ?? [] {
+        request.answer(answer(request.request, client: client, state: state))
+      }
       // Plugins may report a new latency at any time (a convolver once its impulse is loaded).
       let latency = chain.latencyFrames
       if latency != Int(events.chainLatencyFrames.load(ordering: .relaxed)) {

@@ -21,9 +21,29 @@ final class RouteController {
   /// The targets out_1 and out_2 are connected to by this policy now (empty: none).
   private(set) var current: [String] = []
 
-  init(patterns: [String], policy: RouteLossPolicy) {
+  /// Targets used when no pattern matches (the plain connections when no policy was given).
+  let fixedDefault: [String]
+  /// A temporary route set at runtime (`ctl route override`): it takes priority until cleared.
+  private(set) var override: [String]?
+
+  init(patterns: [String], policy: RouteLossPolicy, fixedDefault: [String] = []) {
     self.patterns = patterns
     self.policy = policy
+    self.fixedDefault = fixedDefault
+  }
+
+  /// Sets the temporary override (one or two playback ports, all existing) and moves there.
+  func setOverride(_ ports: [String], client: JackClient) throws(RouteError) -> Change? {
+    guard !ports.isEmpty && ports.count <= 2 else { throw .badOverride("give one or two playback ports") }
+    if let missing = ports.first(where: { !client.portExists($0) }) { throw .noSuchPort(missing) }
+    override = ports.count == 1 ? [ports[0], ports[0]] : ports
+    return update(client, reason: "route override set")
+  }
+
+  /// Clears the override: back to the default preference list.
+  func clearOverride(client: JackClient) -> Change? {
+    override = nil
+    return update(client, reason: "route override cleared")
   }
 
   /// A change of route and why, for the log and the event stream.
@@ -37,12 +57,15 @@ final class RouteController {
 
   /// The targets the preference list selects now, and which pattern did.
   func preferred(_ client: JackClient) -> (targets: [String], pattern: String?) {
+    if let override, override.allSatisfy(client.portExists) { return (override, "override") }
     for pattern in patterns {
       let ports = client.ports(matching: pattern, playback: true)
       if let first = ports.first {
         return ([first, ports.count > 1 ? ports[1] : first], pattern)
       }
     }
+    let existing = fixedDefault.filter(client.portExists)
+    if let first = existing.first { return ([first, existing.count > 1 ? existing[1] : first], nil) }
     return ([], nil)
   }
 
@@ -53,14 +76,16 @@ final class RouteController {
   }
 
   /// Re-evaluates after the graph changed; returns the change made, if any.
-  func update(_ client: JackClient) -> Change? {
+  func update(_ client: JackClient, reason explicit: String? = nil) -> Change? {
     let (targets, pattern) = preferred(client)
     guard targets != current else { return nil }
     let from = current
     let lost = !from.isEmpty && from.contains { !client.portExists($0) }
     connect(client, to: targets)
     let reason: String
-    if targets.isEmpty {
+    if let explicit {
+      reason = explicit
+    } else if targets.isEmpty {
       reason = "the output target disappeared and no other pattern matches"
     } else if lost {
       reason = "the output target disappeared; fell back to '\(pattern ?? "")'"
@@ -92,7 +117,9 @@ final class RouteController {
 
   /// "requested … ; connected …", for the log.
   func describe(_ client: JackClient) -> String {
-    let requested = patterns.map { "'\($0)'" }.joined(separator: " then ")
+    var requested = patterns.map { "'\($0)'" }.joined(separator: " then ")
+    if patterns.isEmpty { requested = fixedDefault.joined(separator: ", ") }
+    if let override { requested = "override \(override.joined(separator: ", ")) (default: \(requested))" }
     let actual = client.outputPortNames.map { port in
       "\(port) → " + (client.connections(of: port).joined(separator: ", ").nilIfEmpty ?? "nothing")
     }.joined(separator: "; ")
@@ -102,4 +129,17 @@ final class RouteController {
 
 extension String {
   var nilIfEmpty: String? { isEmpty ? nil : self }
+}
+
+/// Why a route override was refused. One sentence.
+enum RouteError: Error, CustomStringConvertible {
+  case badOverride(String)
+  case noSuchPort(String)
+
+  var description: String {
+    switch self {
+    case .badOverride(let why): return "a route override needs one or two ports: \(why)"
+    case .noSuchPort(let port): return "there is no JACK port named '\(port)'"
+    }
+  }
 }

@@ -14,6 +14,7 @@ enum Command {
   case bench(BenchOptions)
   case plugins(filter: String?, json: Bool)
   case pluginShow(uri: String, json: Bool)
+  case ctl(name: String, json: Bool, words: [String])
   case help(String?)
   case version
 }
@@ -86,7 +87,7 @@ func portList(_ text: String) -> [String] {
 
 func parseCommandLine(_ arguments: [String]) throws(UsageError) -> Command {
   var words = arguments
-  let subcommands = ["run", "render", "presets", "params", "bench", "plugins", "help"]
+  let subcommands = ["run", "render", "presets", "params", "bench", "plugins", "ctl", "help"]
   let sub = words.first.flatMap { subcommands.contains($0) ? $0 : nil } ?? "run"
   if words.first == sub { words.removeFirst() }
   var reader = ArgumentReader(words)
@@ -103,6 +104,24 @@ func parseCommandLine(_ arguments: [String]) throws(UsageError) -> Command {
       throw UsageError(message: "use 'livemic presets' or 'livemic presets show NAME'")
     }
     return .presets(show: reader.positional[1])
+  case "ctl":
+    // Options first (-n NAME, --json), then the command words as they are.
+    var name = "livemic"
+    var json = false
+    var rest = words
+    while let first = rest.first, first.hasPrefix("-"), Double(first) == nil {
+      rest.removeFirst()
+      switch first {
+      case "-n", "--name":
+        guard let value = rest.first else { throw UsageError(message: "--name needs a value") }
+        name = value
+        rest.removeFirst()
+      case "--json": json = true
+      case "-h", "--help": return .help("ctl")
+      default: throw UsageError(message: "unknown option '\(first)' for 'livemic ctl'")
+      }
+    }
+    return .ctl(name: name, json: json, words: rest)
   case "plugins":
     var json = false
     while let o = reader.nextOption() {

@@ -11,6 +11,7 @@ let mainHelp = """
     livemic bench [--seconds N]          measure the chain's speed against sox
     livemic plugins [--json] [FILTER]    list installed LV2 plugins (and whether LiveMic can host them)
     livemic plugins show URI             a plugin's ports, presets, features and latency
+    livemic ctl [-n NAME] COMMAND        control a running LiveMic (see 'livemic help ctl')
 
   RUN OPTIONS
     -n, --name NAME          JACK client name (default: livemic)
@@ -95,8 +96,27 @@ let pluginsHelp = """
   and optional features and declared latency.
   """
 
+let ctlHelp = """
+  USAGE: livemic ctl [-n NAME] [--json] COMMAND
+
+  Talks to the running LiveMic whose JACK client is NAME (default livemic) through its control
+  socket ($XDG_RUNTIME_DIR/livemic/NAME.sock). Commands:
+    status                     server, rate, period, latency, xruns, DSP load, preset, chain
+    get [KEY]                  one parameter's value, or all of them
+    set KEY VALUE              set a parameter (smoothed); e.g. set eq.bass_db 3
+    preset load NAME|PATH      build the preset's chain and crossfade to it
+    mute [--mode ramp]         ramp the output to silence (processing and connections stay)
+    unmute                     ramp back up over 1 s
+    route                      the requested route and the actual connections
+    route override PORT[,PORT] send the outputs there until 'route clear'
+    route clear                back to the default route
+    connections                every connection of LiveMic's ports
+  --json prints the raw response line. See docs/control.md.
+  """
+
 func help(for topic: String?) -> String {
   switch topic {
+  case "ctl": return ctlHelp
   case "plugins": return pluginsHelp
   case "render": return renderHelp
   case "presets": return presetsHelp

@@ -34,6 +34,15 @@ case .pluginShow(let uri, let json):
   do { print(try PluginReference.show(uri: uri, json: json), terminator: "") } catch {
     fail(error.description, status: 1)
   }
+case .ctl(let name, let json, let words):
+  do {
+    let response = try ControlClient.send(try ControlClient.request(words), name: name)
+    let (ok, text) = ControlClient.human(response)
+    if json { print(response) } else if ok { print(text) }
+    if !ok { fail(text, status: 1) }
+  } catch {
+    fail(error.description, status: 2)
+  }
 case .render(let options):
   do { try Renderer.render(options) } catch { fail(error.description, status: 1) }
 case .bench(let options):

@@ -1,0 +1,177 @@
+import DSP
+import Foundation
+import LiveMicEngine
+
+/// The control socket's commands, run on the supervisor's thread (see docs/control.md).
+extension LiveSession {
+  /// Answers one request with one JSON line: `{"ok": true, ...}` or `{"ok": false, "error": ...}`.
+  func answer(_ request: [String: JSONValue], client: JackClient, state: ProcessState) -> String {
+    let command = request["cmd"]?.string ?? ""
+    do throws(ControlError) {
+      let result: [String: Any]
+      switch command {
+      case "status": result = status(client, state)
+      case "get": result = try get(request)
+      case "set": result = try set(request)
+      case "preset": result = try preset(request, client, state)
+      case "mute": result = try mute(request, state)
+      case "unmute": result = unmute(state)
+      case "route": result = try route(request, client, state)
+      case "connections": result = ["connections": connections(client)]
+      default:
+        throw ControlError(
+          "unknown command '\(command)' (commands: status, get, set, preset, mute, unmute, route, connections)")
+      }
+      return Self.encode(["ok": true].merging(result) { a, _ in a })
+    } catch {
+      return ControlServer.error(error.message)
+    }
+  }
+
+  private func status(_ client: JackClient, _ state: ProcessState) -> [String: Any] {
+    let stages: [[String: Any]] = chain.stages.map { stage in
+      let bypass = chain.parameter("\(stage.id).bypass").map { chain.targets.value($0.index) >= 0.5 } ?? false
+      return ["id": stage.id, "bypassed": bypass, "latency_frames": stage.latencyFrames]
+    }
+    return [
+      "client": client.name, "server": serverLabel, "sample_rate": Int(client.sampleRate),
+      "buffer_frames": Int(client.events.bufferFrames.load(ordering: .relaxed)),
+      "latency_frames": chain.latencyFrames, "xruns": Int(client.events.xruns.load(ordering: .relaxed)),
+      "dsp_load_percent": Double(client.cpuLoadPercent), "preset": presetName, "muted": muted,
+      "cycles": Int(state.cycles.load(ordering: .relaxed)), "chain": stages,
+    ]
+  }
+
+  private func get(_ request: [String: JSONValue]) throws(ControlError) -> [String: Any] {
+    if let key = request["key"] {
+      guard let name = key.string else { throw ControlError("\"key\" must be a string") }
+      guard let p = chain.parameter(name) else { throw ControlError("'\(name)' is not a parameter of the running chain") }
+      return ["values": [name: Double(chain.targets.value(p.index))]]
+    }
+    var values: [String: Double] = [:]
+    for p in chain.parameters { values[p.key] = Double(chain.targets.value(p.index)) }
+    return ["values": values]
+  }
+
+  private func set(_ request: [String: JSONValue]) throws(ControlError) -> [String: Any] {
+    guard let key = request["key"]?.string else { throw ControlError("\"set\" needs a \"key\" string") }
+    guard let p = chain.parameter(key) else { throw ControlError("'\(key)' is not a parameter of the running chain") }
+    guard p.spec.kind != .output else { throw ControlError("'\(key)' is read-only (a plugin's output)") }
+    guard let raw = request["value"] else { throw ControlError("\"set\" needs a \"value\"") }
+    guard let value = raw.number.map(Float.init) ?? raw.bool.map({ $0 ? 1 : 0 }) else {
+      throw ControlError("the value of '\(key)' must be a number (or true/false)")
+    }
+    guard value.isFinite, value >= p.spec.minimum, value <= p.spec.maximum else {
+      throw ControlError("\(format(value)) is outside the range of '\(key)' (\(format(p.spec.minimum)) to \(format(p.spec.maximum)))")
+    }
+    let used = chain.set(key, value) ?? value
+    return ["key": key, "value": Double(used)]
+  }
+
+  private func preset(_ request: [String: JSONValue], _ client: JackClient, _ state: ProcessState)
+    throws(ControlError) -> [String: Any]
+  {
+    guard request["action"]?.string == "load" else {
+      throw ControlError("\"preset\" needs \"action\": \"load\" (saving is not implemented yet)")
+    }
+    guard let name = request["name"]?.string, !name.isEmpty else {
+      throw ControlError("\"preset load\" needs a \"name\" string")
+    }
+    let previous = options.preset
+    options.preset = name
+    if let failure = reloadPreset(client, state: state, reason: "control") {
+      options.preset = previous
+      throw ControlError(failure)
+    }
+    return ["preset": presetName]
+  }
+
+  private func mute(_ request: [String: JSONValue], _ state: ProcessState) throws(ControlError) -> [String: Any] {
+    let mode = request["mode"]?.string ?? "ramp"
+    guard mode == "ramp" else { throw ControlError("mute mode '\(mode)' is not implemented yet (only ramp)") }
+    if !muted {
+      muted = true
+      state.ramp.fadeOut()
+      Log.info("output muted (control)")
+      stream.emit("muted", ["reason": .string("control")])
+    }
+    return ["muted": true]
+  }
+
+  private func unmute(_ state: ProcessState) -> [String: Any] {
+    if muted {
+      muted = false
+      state.ramp.fadeIn()
+      Log.info("output unmuted (control; ramping up over 1 s)")
+      stream.emit("unmuted", ["reason": .string("control")])
+    }
+    return ["muted": false]
+  }
+
+  private func route(_ request: [String: JSONValue], _ client: JackClient, _ state: ProcessState)
+    throws(ControlError) -> [String: Any]
+  {
+    let action = request["action"]?.string ?? "show"
+    let controller = ensureRoute(client)
+    var change: RouteController.Change?
+    switch action {
+    case "show": break
+    case "override":
+      let ports: [String]
+      if let list = request["ports"]?.array { ports = list.compactMap(\.string) } else if let text = request["ports"]?.string {
+        ports = text.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }
+      } else {
+        throw ControlError("\"route override\" needs \"ports\": one or two playback port names")
+      }
+      do { change = try controller.setOverride(ports, client: client) } catch { throw ControlError(error.description) }
+    case "clear":
+      change = controller.clearOverride(client: client)
+    default:
+      throw ControlError("unknown route action '\(action)' (show, override, clear)")
+    }
+    if let change {
+      Log.info("route changed: \(change.reason): \(change.from) → \(change.to)")
+      stream.emit(
+        "route-changed",
+        [
+          "reason": .string(change.reason), "from": .string(change.from.joined(separator: ",")),
+          "to": .string(change.to.joined(separator: ",")),
+        ])
+    }
+    var result: [String: Any] = [
+      "default": controller.patterns.isEmpty ? controller.fixedDefault : controller.patterns,
+      "targets": controller.current, "connections": connections(client),
+    ]
+    result["override"] = controller.override ?? NSNull()
+    return result
+  }
+
+  /// The routing controller; when no policy was given, one whose default is the connections the
+  /// outputs have now.
+  private func ensureRoute(_ client: JackClient) -> RouteController {
+    if let route { return route }
+    let now = client.outputPortNames.compactMap { client.connections(of: $0).first }
+    let controller = RouteController(patterns: [], policy: options.onRouteLoss, fixedDefault: now)
+    _ = controller.update(client)
+    route = controller
+    return controller
+  }
+
+  private func connections(_ client: JackClient) -> [String: [String]] {
+    var result: [String: [String]] = [:]
+    for port in client.inputPortNames + client.outputPortNames { result[port] = client.connections(of: port) }
+    return result
+  }
+
+  static func encode(_ object: [String: Any]) -> String {
+    guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+    else { return ControlServer.error("internal error: the response could not be encoded") }
+    return String(decoding: data, as: UTF8.self)
+  }
+}
+
+/// A control request that cannot be done; the message is one sentence.
+struct ControlError: Error {
+  let message: String
+  init(_ message: String) { self.message = message }
+}

@@ -1,0 +1,122 @@
+import Foundation
+import Testing
+
+extension EndToEnd {
+  @Suite("Control socket and livemic ctl", .serialized)
+  struct ControlSocketTests {
+    /// Sends raw bytes to a socket and returns what came back within `seconds`.
+    static func exchange(_ path: String, _ bytes: [UInt8], seconds: Double = 2) -> String {
+      let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+      defer { close(fd) }
+      var address = sockaddr_un()
+      address.sun_family = sa_family_t(AF_UNIX)
+      withUnsafeMutableBytes(of: &address.sun_path) { raw in
+        for (i, b) in Array(path.utf8).enumerated() { raw[i] = b }
+      }
+      let ok = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+      }
+      guard ok == 0 else { return "" }
+      _ = bytes.withUnsafeBufferPointer { write(fd, $0.baseAddress, $0.count) }
+      var timeout = timeval(tv_sec: Int(seconds), tv_usec: 0)
+      setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+      var received = [UInt8]()
+      var chunk = [UInt8](repeating: 0, count: 65536)
+      let expected = bytes.filter { $0 == 10 }.count
+      while received.filter({ $0 == 10 }).count < expected {
+        let n = read(fd, &chunk, chunk.count)
+        if n <= 0 { break }
+        received += chunk[0..<n]
+      }
+      return String(decoding: received, as: UTF8.self)
+    }
+
+    @Test("ctl set changes the measured level by that many dB; status and preset load work")
+    func setStatusPresetLoad() throws {
+      let folder = Paths.temporaryFolder("ctl")
+      defer { try? FileManager.default.removeItem(at: folder) }
+      let env = ["XDG_RUNTIME_DIR": folder.path]
+      let (server, generator, capture, livemic) = try LiveAudioTests.rig(
+        ["-p", "flat", "-c", "input.bypass=0"], signal: .sine(frequencyHz: 1000, amplitude: 0.2), environment: env)
+      let ctl = { (words: [String]) in try runLiveMic(["ctl", "-n", "lmclient"] + words, environment: env) }
+      // The socket is private to its user.
+      let socket = folder.appendingPathComponent("livemic/lmclient.sock").path
+      let mode = (try FileManager.default.attributesOfItem(atPath: socket)[.posixPermissions] as? Int) ?? 0
+      #expect(mode == 0o600, "socket mode \(String(mode, radix: 8))")
+
+      let status = try ctl(["--json", "status"])
+      #expect(status.status == 0 && status.stdout.contains("\"preset\":\"flat\"") && status.stdout.contains("\"sample_rate\":48000"), "\(status)")
+
+      usleep(1_300_000)
+      var start = capture.frameCount
+      try capture.record(frames: 4800)
+      let before = rms(capture.recording(channel: 1, from: start).samples[...])
+      #expect(try ctl(["set", "input.gain_db", "-9"]).status == 0)
+      usleep(300_000)  // smoothing: 20 ms time constant
+      start = capture.frameCount
+      try capture.record(frames: 4800)
+      let after = rms(capture.recording(channel: 1, from: start).samples[...])
+      let change = 20 * log10(after / before)
+      #expect(abs(change - -9) < 0.05, "measured \(change) dB")
+
+      let bad = try ctl(["set", "input.gain_db", "99"])
+      #expect(bad.status == 1 && bad.stderr.contains("99 is outside the range of 'input.gain_db' (-60 to 40)"), "\(bad)")
+      let unknown = try ctl(["set", "eq.loudness", "1"])
+      #expect(unknown.status == 1 && unknown.stderr.contains("'eq.loudness' is not a parameter"), "\(unknown)")
+
+      #expect(try ctl(["preset", "load", "karaoke"]).status == 0)
+      #expect(livemic.waitForLog("preset 'karaoke' reloaded (control)"), "\(livemic.log)")
+      #expect(try ctl(["--json", "get", "echo.time_ms"]).stdout.contains("280"))
+      let missing = try ctl(["preset", "load", "nope"])
+      #expect(missing.status == 1 && missing.stderr.contains("no preset named 'nope'"))
+      #expect(try ctl(["--json", "status"]).stdout.contains("\"preset\":\"karaoke\""))
+      #expect(livemic.interrupt() == 0)
+      generator.close()
+      capture.close()
+      server.stop()
+    }
+
+    /// Malformed and random messages each get an error (or are ignored: blank lines), the
+    /// server keeps answering, and audio goes on.
+    @Test("10,000 random and malformed messages: errors only, and a valid request still works")
+    func fuzzedMessages() throws {
+      let folder = Paths.temporaryFolder("ctlfuzz")
+      defer { try? FileManager.default.removeItem(at: folder) }
+      let env = ["XDG_RUNTIME_DIR": folder.path]
+      let server = try JackServer()
+      let livemic = try LiveMicProcess(["-s", server.name, "-n", "lmfuzz", "--no-connect"], environment: env)
+      #expect(livemic.waitForLog("latency capture-to-playback"), "\(livemic.log)")
+      let path = folder.appendingPathComponent("livemic/lmfuzz.sock").path
+      var generator = SystemRandomNumberGenerator()
+      let samples = [
+        "{", "[]", "null", "{\"cmd\":1}", "{\"cmd\":\"set\"}", "{\"cmd\":\"set\",\"key\":\"output.volume\",\"value\":\"x\"}",
+        "{\"cmd\":\"set\",\"key\":\"output.volume\",\"value\":1e99}", "{\"cmd\":\"route\",\"action\":\"override\",\"ports\":7}",
+        "{\"cmd\":\"preset\",\"action\":\"save\"}", "{\"cmd\":\"mute\",\"mode\":\"suspend\"}", "\u{1}\u{2}\u{3}",
+      ]
+      var lines: [String] = []
+      for i in 0..<10_000 {
+        if i % 2 == 0 {
+          lines.append(samples[i / 2 % samples.count])
+        } else {
+          let n = Int.random(in: 1...40, using: &generator)
+          lines.append(String((0..<n).map { _ in Character(UnicodeScalar(UInt8.random(in: 32...126, using: &generator))) }))
+        }
+      }
+      var answered = 0
+      for batch in stride(from: 0, to: lines.count, by: 500) {
+        let text = lines[batch..<min(batch + 500, lines.count)].map { $0.replacingOccurrences(of: "\n", with: " ") + "\n" }.joined()
+        let reply = Self.exchange(path, Array(text.utf8), seconds: 10)
+        let replies = reply.split(separator: "\n")
+        answered += replies.count
+        #expect(replies.allSatisfy { $0.contains("\"ok\":false") }, "a random line was accepted: \(replies.first { !$0.contains("\"ok\":false") } ?? "")")
+      }
+      let blank = lines.filter { $0.allSatisfy { $0 == " " } }.count
+      #expect(answered == lines.count - blank, "\(answered) answers to \(lines.count) lines")
+      let valid = Self.exchange(path, Array("{\"cmd\":\"get\",\"key\":\"output.volume\"}\n".utf8))
+      #expect(valid.contains("\"ok\":true") && valid.contains("0.3"), "\(valid)")
+      #expect(livemic.process.isRunning)
+      #expect(livemic.interrupt() == 0)
+      server.stop()
+    }
+  }
+}
