@@ -6,6 +6,7 @@ public enum PluginError: Error, Equatable, CustomStringConvertible {
   case unknownPreset(uri: String, preset: String, available: [String])
   case unknownControl(id: String, symbol: String, known: [String])
   case outOfRange(id: String, symbol: String, value: Float, range: ClosedRange<Float>)
+  case unreadableState(path: String)
 
   public var description: String {
     switch self {
@@ -20,6 +21,8 @@ public enum PluginError: Error, Equatable, CustomStringConvertible {
         + (available.isEmpty ? " (it has none)" : " (it has: \(available.joined(separator: ", ")))")
     case .unknownControl(let id, let symbol, let known):
       return "stage '\(id)' has no control '\(symbol)' (it has: \(known.joined(separator: ", ")))"
+    case .unreadableState(let path):
+      return "the plugin state '\(path)' cannot be read or written"
     case .outOfRange(let id, let symbol, let value, let range):
       return "\(Self.format(value)) is outside the range of '\(id).\(symbol)' "
         + "(\(Self.format(range.lowerBound)) to \(Self.format(range.upperBound)))"

@@ -13,6 +13,9 @@ public struct PluginDescription: Sendable, Equatable {
   public var values: [String: Float]
   /// An LV2 preset to apply, by URI or label.
   public var preset: String?
+  /// A saved plugin state (a `state.ttl` written by `PluginStage.saveState`), applied after
+  /// the preset.
+  public var statePath: String?
   public var bypassed: Bool
 
   public init(
@@ -197,6 +200,14 @@ public final class PluginStage: ChainStage, @unchecked Sendable {
       for k in 0..<count { restore.apply(state, to: instances[k], features: features[k].features) }
       lilv_state_free(state)
     }
+    if let path = description.statePath {
+      guard let state = lilv_state_new_from_file(world.world, world.urids.mapFeature, nil, path) else {
+        Self.free(instances)
+        throw .unreadableState(path: path)
+      }
+      for k in 0..<count { restore.apply(state, to: instances[k], features: features[k].features) }
+      lilv_state_free(state)
+    }
     for (symbol, value) in description.values { restore.values[symbol] = value }
 
     // Parameters: control inputs, bypass, control outputs.
@@ -303,6 +314,37 @@ public final class PluginStage: ChainStage, @unchecked Sendable {
     return max(0, Int(controls[0][port].rounded()))
   }
 
+  /// Whether the plugin keeps state beyond its control ports (it has the state interface).
+  public var hasState: Bool { lilv_instance_get_extension_data(instances[0], URI.stateInterface) != nil }
+
+  /// Saves the plugin's state (its own, plus the control values) as `state.ttl` in `directory`
+  /// and returns that file's path. Off the audio thread, while the plugin runs, as hosts do.
+  public func saveState(to directory: String) throws(PluginError) -> String {
+    guard let plugin = world.plugin(info.uri) else { throw .unknownURI(info.uri) }
+    try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    let values = PortValues(symbols: info.ports.filter { $0.kind == .control && $0.isInput }.map { ($0.symbol, current) })
+    values.load(controlInputs.count)
+    let box = Unmanaged.passRetained(values)
+    defer { box.release() }
+    values.floatType = world.urids.map(URI.atomFloat)
+    guard
+      let state = lilv_state_new_from_instance(
+        plugin, instances[0], world.urids.mapFeature, nil, directory, directory, directory,
+        { symbol, userData, size, type in
+          guard let symbol, let userData else { return nil }
+          let values = Unmanaged<PortValues>.fromOpaque(userData).takeUnretainedValue()
+          guard let i = values.index[String(cString: symbol)] else { return nil }
+          size?.pointee = 4
+          type?.pointee = values.floatType
+          return UnsafeRawPointer(values.storage + i)
+        }, box.toOpaque(), 0, features[0].features)
+    else { throw .unreadableState(path: directory) }
+    defer { lilv_state_free(state) }
+    guard lilv_state_save(world.world, world.urids.mapFeature, world.urids.unmapFeature, state, nil, directory, "state.ttl") == 0
+    else { throw .unreadableState(path: directory + "/state.ttl") }
+    return directory + "/state.ttl"
+  }
+
   /// Log lines the plugin instances wrote since the last call. Off the audio thread.
   public func drainLog() -> [String] { features.flatMap { $0.drainLog(map: world.urids) } }
 }
@@ -374,6 +416,28 @@ struct RealtimeView {
     controlInputs.deallocate()
     controlOutputs.deallocate()
   }
+}
+
+/// Control values by symbol, in stable storage for lilv's port-value callback.
+final class PortValues {
+  var index: [String: Int] = [:]
+  let storage: UnsafeMutablePointer<Float>
+  private let source: UnsafeMutablePointer<Float>?
+  var floatType: UInt32 = 0
+
+  init(symbols: [(String, UnsafeMutablePointer<Float>)]) {
+    storage = .allocate(capacity: max(symbols.count, 1))
+    source = symbols.first?.1
+    for (i, (symbol, _)) in symbols.enumerated() { index[symbol] = i }
+  }
+
+  /// Copies the current values (the stage's smoothed control values, in control-input order).
+  func load(_ count: Int) {
+    guard let source else { return }
+    for i in 0..<count { storage[i] = source[i] }
+  }
+
+  deinit { storage.deallocate() }
 }
 
 /// Applies an LV2 state (preset) to an instance, collecting port values by symbol.

@@ -22,7 +22,8 @@ public enum ControlClient {
       case "off", "false": return ["cmd": "set", "key": rest[0], "value": false]
       default: throw .usage("'\(rest[1])' is not a number (or on/off)")
       }
-    case ("preset", 2) where rest[0] == "load": return ["cmd": "preset", "action": "load", "name": rest[1]]
+    case ("preset", 2) where rest[0] == "load" || rest[0] == "save":
+      return ["cmd": "preset", "action": rest[0], "name": rest[1]]
     case ("mute", 0): return ["cmd": "mute"]
     case ("mute", 2) where rest[0] == "--mode": return ["cmd": "mute", "mode": rest[1]]
     case ("route", 0): return ["cmd": "route"]

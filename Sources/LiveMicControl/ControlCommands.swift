@@ -71,11 +71,17 @@ extension LiveSession {
   private func preset(_ request: [String: JSONValue], _ client: JackClient, _ state: ProcessState)
     throws(ControlError) -> [String: Any]
   {
-    guard request["action"]?.string == "load" else {
-      throw ControlError("\"preset\" needs \"action\": \"load\" (saving is not implemented yet)")
+    let action = request["action"]?.string ?? ""
+    guard action == "load" || action == "save" else {
+      throw ControlError("\"preset\" needs \"action\": \"load\" or \"save\"")
     }
     guard let name = request["name"]?.string, !name.isEmpty else {
-      throw ControlError("\"preset load\" needs a \"name\" string")
+      throw ControlError("\"preset \(action)\" needs a \"name\" string")
+    }
+    if action == "save" {
+      let path = try PresetWriter.save(name, entries: entries, chain: chain, plugins: plugins, route: route?.patterns ?? [])
+      Log.info("preset saved to '\(path)'")
+      return ["path": path]
     }
     let previous = options.preset
     options.preset = name

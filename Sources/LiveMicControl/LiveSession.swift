@@ -63,7 +63,7 @@ public final class LiveSession: @unchecked Sendable {
   var plugins: [PluginStage] = []
   /// The chain running (or to run after a reconnection) and the entries it was built from.
   var chain: VoiceChain!
-  private var entries: [ChainEntry] = []
+  var entries: [ChainEntry] = []
   /// The preset file, for SIGHUP and --watch, and its modification date when last loaded.
   private var presetPath: String?
   /// The name of the preset running.

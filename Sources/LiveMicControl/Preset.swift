@@ -178,7 +178,17 @@ extension Preset {
   {
     let object = entry.object ?? [:]
     try checkKeys(
-      object, allowed: ["lv2", "id", "bypass", "params", "preset"], prefix: key + ".", path: path)
+      object, allowed: ["lv2", "id", "bypass", "params", "preset", "state"], prefix: key + ".", path: path)
+    var statePath: String?
+    if let st = object["state"] {
+      guard let text = st.string, !text.isEmpty else {
+        throw .invalid(path: path, key: "\(key).state", reason: "expected the path of a saved plugin state")
+      }
+      // Relative to the preset file's folder.
+      statePath =
+        text.hasPrefix("/")
+        ? text : ((path as NSString).deletingLastPathComponent as NSString).appendingPathComponent(text)
+    }
     guard let uri = object["lv2"]?.string, !uri.isEmpty else {
       throw .invalid(path: path, key: "\(key).lv2", reason: "expected the plugin's URI")
     }
@@ -216,7 +226,9 @@ extension Preset {
         values[name] = value
       }
     }
-    return .plugin(PluginDescription(id: id, uri: uri, values: values, preset: preset, bypassed: bypassed))
+    var description = PluginDescription(id: id, uri: uri, values: values, preset: preset, bypassed: bypassed)
+    description.statePath = statePath
+    return .plugin(description)
   }
 
   private static func stage(_ entry: JSONValue, key: String, path: String) throws(PresetError)

@@ -105,6 +105,7 @@ let ctlHelp = """
     get [KEY]                  one parameter's value, or all of them
     set KEY VALUE              set a parameter (smoothed); e.g. set eq.bass_db 3
     preset load NAME|PATH      build the preset's chain and crossfade to it
+    preset save NAME|PATH      write the running chain, values and plugin state as a preset
     mute [--mode ramp]         ramp the output to silence (processing and connections stay)
     unmute                     ramp back up over 1 s
     route                      the requested route and the actual connections

@@ -120,3 +120,38 @@ extension EndToEnd {
     }
   }
 }
+
+extension EndToEnd.ControlSocketTests {
+  /// `ctl preset save` writes the running chain with its current values and each plugin's own
+  /// state; the saved preset loads again (live and offline).
+  @Test("preset save writes the running values and plugin state, and the result loads")
+  func presetSave() throws {
+    let folder = Paths.temporaryFolder("ctlsave")
+    defer { try? FileManager.default.removeItem(at: folder) }
+    let env = ["XDG_RUNTIME_DIR": folder.path]
+    let server = try JackServer()
+    let zeroconvolv = "http://gareus.org/oss/lv2/zeroconvolv#Mono"
+    let livemic = try LiveMicProcess(
+      ["-s", server.name, "-n", "lmsave", "--no-connect", "-p", "karaoke", "--plugin", zeroconvolv,
+       "--plugin", "http://lv2plug.in/plugins/eg-amp", "-c", "eg-amp.gain=-4"], environment: env)
+    #expect(livemic.waitForLog("latency capture-to-playback"), "\(livemic.log)")
+    let ctl = { (words: [String]) in try runLiveMic(["ctl", "-n", "lmsave"] + words, environment: env) }
+    #expect(try ctl(["set", "echo.mix", "0.5"]).status == 0)
+    let file = folder.appendingPathComponent("saved.json").path
+    let saved = try ctl(["preset", "save", file])
+    #expect(saved.status == 0, "\(saved)")
+    let text = (try? String(contentsOfFile: file, encoding: .utf8)) ?? ""
+    let json = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] ?? [:]
+    let chain = json["chain"] as? [[String: Any]] ?? []
+    let echo = chain.first { $0["id"] as? String == "echo" }?["params"] as? [String: Double]
+    let amp = chain.first { $0["id"] as? String == "eg-amp" }?["params"] as? [String: Double]
+    #expect(echo?["mix"] == 0.5 && amp?["gain"] == -4, "\(text)")
+    let state = chain.first { $0["lv2"] as? String == zeroconvolv }?["state"] as? String
+    #expect(state.map { FileManager.default.fileExists(atPath: folder.appendingPathComponent($0).path) } == true, "\(text)")
+    #expect(try runLiveMic(["presets", "show", file]).stdout.contains("echo.mix = 0.5"))
+    #expect(try ctl(["preset", "load", file]).status == 0, "\(livemic.log)")
+    #expect(!livemic.log.contains("preset not reloaded"), "\(livemic.log)")
+    #expect(livemic.interrupt() == 0)
+    server.stop()
+  }
+}

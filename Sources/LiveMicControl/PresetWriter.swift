@@ -1,0 +1,66 @@
+import DSP
+import Foundation
+import LV2Host
+
+/// Writes the running chain as a preset: every stage in order with every parameter's current
+/// value, bypass states, the output volume and route, and each plugin's own state (as
+/// `NAME.state/ID/state.ttl` beside the preset). Never real-time.
+enum PresetWriter {
+  /// Saves to `nameOrPath` (a name goes into the user's preset folder) and returns the path.
+  static func save(
+    _ nameOrPath: String, entries: [ChainEntry], chain: VoiceChain, plugins: [PluginStage], route: [String]
+  ) throws(ControlError) -> String {
+    let path: String
+    if nameOrPath.contains("/") || nameOrPath.hasSuffix(".json") {
+      path = nameOrPath
+    } else {
+      guard let folder = PresetLibrary.defaultFolders().first else { throw ControlError("no preset folder is known") }
+      path = folder + "/\(nameOrPath).json"
+    }
+    let name = ((path as NSString).lastPathComponent as NSString).deletingPathExtension
+    let folder = (path as NSString).deletingLastPathComponent
+    do { try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) } catch {
+      throw ControlError("cannot create the folder '\(folder)'")
+    }
+    let value = { (key: String) in chain.parameter(key).map { Double(chain.targets.value($0.index)) } }
+    var stages: [[String: Any]] = []
+    for entry in entries {
+      switch entry {
+      case .unit(let d):
+        guard let unit = BuiltinUnits.type(named: d.type), chain.parameter("\(d.id).bypass") != nil else { continue }
+        var params: [String: Double] = [:]
+        for spec in unit.parameters { params[spec.name] = value("\(d.id).\(spec.name)") }
+        stages.append([
+          "unit": d.type, "id": d.id, "bypass": (value("\(d.id).bypass") ?? 0) >= 0.5, "params": params,
+        ])
+      case .plugin(let d):
+        guard let stage = plugins.first(where: { $0.id == d.id }) else { continue }  // left out
+        var params: [String: Double] = [:]
+        for port in stage.info.ports where port.kind == .control && port.isInput {
+          params[port.symbol] = value("\(d.id).\(port.symbol)")
+        }
+        var object: [String: Any] = [
+          "lv2": d.uri, "id": d.id, "bypass": (value("\(d.id).bypass") ?? 0) >= 0.5, "params": params,
+        ]
+        if stage.hasState {
+          let directory = folder + "/\(name).state/\(d.id)"
+          do { _ = try stage.saveState(to: directory) } catch { throw ControlError(error.description) }
+          object["state"] = "\(name).state/\(d.id)/state.ttl"
+        }
+        stages.append(object)
+      }
+    }
+    var preset: [String: Any] = [
+      "name": name, "description": "Saved from a running LiveMic on \(ISO8601DateFormatter().string(from: Date())).",
+      "chain": stages,
+    ]
+    if let volume = value("output.volume") { preset["volume"] = volume }
+    if !route.isEmpty { preset["route"] = ["out": route] }
+    guard
+      let data = try? JSONSerialization.data(
+        withJSONObject: preset, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]),
+      FileManager.default.createFile(atPath: path, contents: data + Data("\n".utf8))
+    else { throw ControlError("cannot write the preset '\(path)'") }
+    return path
+  }
+}
