@@ -79,7 +79,8 @@ extension LiveSession {
       throw ControlError("\"preset \(action)\" needs a \"name\" string")
     }
     if action == "save" {
-      let path = try PresetWriter.save(name, entries: entries, chain: chain, plugins: plugins, route: route?.patterns ?? [])
+      let path = try PresetWriter.save(name, entries: entries, chain: chain, plugins: plugins, route: route?.patterns ?? [],
+        inputRoute: inputRoute?.patterns ?? [])
       Log.info("preset saved to '\(path)'")
       return ["path": path]
     }

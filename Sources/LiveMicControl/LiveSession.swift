@@ -25,6 +25,8 @@ public struct RunOptions: Sendable {
   public var events: String?
   /// Output routing preference list (patterns, most preferred first); empty: plain connections.
   public var routeOut: [String] = []
+  /// Input routing preference list (capture-port patterns, most preferred first).
+  public var routeIn: [String] = []
   /// What happens when the output target is lost or changes device.
   public var onRouteLoss: RouteLossPolicy = .mute
 
@@ -72,6 +74,7 @@ public final class LiveSession: @unchecked Sendable {
   private let reloadRequested = Atomic<Bool>(false)
   private let unmuteRequested = Atomic<Bool>(false)
   var route: RouteController?
+  var inputRoute: RouteController?
   private var control: ControlServer?
   /// Muted by the routing policy, until SIGUSR1.
   var muted = false
@@ -139,10 +142,18 @@ public final class LiveSession: @unchecked Sendable {
         + "\(Int(client.sampleRate)) Hz, \(client.bufferFrames) frames per period, preset '\(preset.name)'")
     let patterns = options.routeOut.isEmpty ? preset.routeOut : options.routeOut
     if !patterns.isEmpty { route = RouteController(patterns: patterns, policy: options.onRouteLoss) }
+    let inputPatterns = options.routeIn.isEmpty ? preset.routeIn : options.routeIn
+    if !inputPatterns.isEmpty {
+      inputRoute = RouteController(patterns: inputPatterns, policy: .continue, isOutput: false)
+    }
     connect(client)
     if let route {
       route.apply(client)
       Log.info(route.describe(client))
+    }
+    if let inputRoute {
+      inputRoute.apply(client)
+      Log.info(inputRoute.describe(client))
     }
     logLatency(client, chainLatencyFrames: chain.latencyFrames)
     stream.emit(
@@ -279,6 +290,7 @@ public final class LiveSession: @unchecked Sendable {
       }
       book.restore(client)
       route?.apply(client)
+      inputRoute?.apply(client)
       if muted { state.ramp.fadeOut() }
       let ms = Double(DispatchTime.now().uptimeNanoseconds - lostAt.uptimeNanoseconds) / 1e6
       stream.emit(
@@ -309,7 +321,7 @@ public final class LiveSession: @unchecked Sendable {
     if sources.isEmpty { Log.info("no capture ports to connect: patch the inputs by hand") }
     if destinations.isEmpty { Log.info("no playback ports to connect: patch the outputs by hand") }
     let short = { (full: String) in String(full.split(separator: ":", maxSplits: 1).last ?? "") }
-    for (i, source) in sources.enumerated() {
+    for (i, source) in sources.enumerated() where inputRoute == nil {
       book.want(short(inputs[min(i, inputs.count - 1)]), source, output: false, client: client)
     }
     guard route == nil else { return }  // the routing policy connects the outputs
@@ -418,6 +430,15 @@ public final class LiveSession: @unchecked Sendable {
         usleep(100_000)
         _ = events.graphChanged.exchange(false, ordering: .acquiringAndReleasing)
         book.connectPending(client)
+        if let inputRoute, let change = inputRoute.update(client) {
+          Log.info("input route changed: \(change.reason): \(change.from) → \(change.to)")
+          stream.emit(
+            "route-changed",
+            [
+              "direction": .string("input"), "reason": .string(change.reason),
+              "from": .string(change.from.joined(separator: ",")), "to": .string(change.to.joined(separator: ",")),
+            ])
+        }
         if let route, let change = route.update(client) {
           Log.info("route changed: \(change.reason): \(change.from) → \(change.to)")
           stream.emit(

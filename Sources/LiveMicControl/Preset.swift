@@ -42,6 +42,8 @@ public struct Preset: Sendable, Equatable {
   public var path: String?
   /// Output routing preference list (`"route": {"out": [pattern, ...]}`), most preferred first.
   public var routeOut: [String] = []
+  /// Input routing preference list (`"route": {"in": [pattern, ...]}`).
+  public var routeIn: [String] = []
 
   public init(
     name: String, description: String, volume: Float?, chain: [ChainEntry], path: String? = nil
@@ -105,17 +107,19 @@ extension Preset {
     }
     try checkKeys(top, allowed: ["name", "description", "volume", "chain", "route"], prefix: "", path: path)
     var routeOut: [String] = []
+    var routeIn: [String] = []
     if let r = top["route"] {
       guard let route = r.object else {
         throw .invalid(
           path: path, key: "route", reason: "expected an object like {\"out\": [\"pattern\", ...]}")
       }
-      try checkKeys(route, allowed: ["out"], prefix: "route.", path: path)
-      if let out = route["out"] {
-        guard let list = out.array, list.allSatisfy({ $0.string != nil }) else {
-          throw .invalid(path: path, key: "route.out", reason: "expected an array of port-name patterns")
+      try checkKeys(route, allowed: ["in", "out"], prefix: "route.", path: path)
+      for direction in ["out", "in"] {
+        guard let value = route[direction] else { continue }
+        guard let list = value.array, list.allSatisfy({ $0.string != nil }) else {
+          throw .invalid(path: path, key: "route.\(direction)", reason: "expected an array of port-name patterns")
         }
-        routeOut = list.compactMap(\.string)
+        if direction == "out" { routeOut = list.compactMap(\.string) } else { routeIn = list.compactMap(\.string) }
       }
     }
     guard let name = top["name"]?.string, !name.isEmpty else {
@@ -154,6 +158,7 @@ extension Preset {
     }
     var preset = Preset(name: name, description: description, volume: volume, chain: chain, path: path)
     preset.routeOut = routeOut
+    preset.routeIn = routeIn
     do {
       try ChainAssembly.validate(preset.units)
     } catch {

@@ -8,7 +8,8 @@ import LV2Host
 enum PresetWriter {
   /// Saves to `nameOrPath` (a name goes into the user's preset folder) and returns the path.
   static func save(
-    _ nameOrPath: String, entries: [ChainEntry], chain: VoiceChain, plugins: [PluginStage], route: [String]
+    _ nameOrPath: String, entries: [ChainEntry], chain: VoiceChain, plugins: [PluginStage], route: [String],
+    inputRoute: [String] = []
   ) throws(ControlError) -> String {
     let path: String
     if nameOrPath.contains("/") || nameOrPath.hasSuffix(".json") {
@@ -55,7 +56,10 @@ enum PresetWriter {
       "chain": stages,
     ]
     if let volume = value("output.volume") { preset["volume"] = volume }
-    if !route.isEmpty { preset["route"] = ["out": route] }
+    var routes: [String: [String]] = [:]
+    if !route.isEmpty { routes["out"] = route }
+    if !inputRoute.isEmpty { routes["in"] = inputRoute }
+    if !routes.isEmpty { preset["route"] = routes }
     guard
       let data = try? JSONSerialization.data(
         withJSONObject: preset, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]),

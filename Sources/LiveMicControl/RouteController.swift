@@ -26,10 +26,15 @@ final class RouteController {
   /// A temporary route set at runtime (`ctl route override`): it takes priority until cleared.
   private(set) var override: [String]?
 
-  init(patterns: [String], policy: RouteLossPolicy, fixedDefault: [String] = []) {
+  /// True for the output route (LiveMic's outputs → playback ports); false for the input
+  /// route (capture ports → LiveMic's inputs), which never mutes.
+  let isOutput: Bool
+
+  init(patterns: [String], policy: RouteLossPolicy, fixedDefault: [String] = [], isOutput: Bool = true) {
     self.patterns = patterns
-    self.policy = policy
+    self.policy = isOutput ? policy : .continue
     self.fixedDefault = fixedDefault
+    self.isOutput = isOutput
   }
 
   /// Sets the temporary override (one or two playback ports, all existing) and moves there.
@@ -59,7 +64,7 @@ final class RouteController {
   func preferred(_ client: JackClient) -> (targets: [String], pattern: String?) {
     if let override, override.allSatisfy(client.portExists) { return (override, "override") }
     for pattern in patterns {
-      let ports = client.ports(matching: pattern, playback: true)
+      let ports = client.ports(matching: pattern, playback: isOutput)
       if let first = ports.first {
         return ([first, ports.count > 1 ? ports[1] : first], pattern)
       }
@@ -71,13 +76,13 @@ final class RouteController {
 
   /// Connects to the preferred targets (at start, or after a reconnection: no mute).
   func apply(_ client: JackClient) {
-    let (targets, _) = preferred(client)
-    connect(client, to: targets)
+    connect(client, to: preferred(client).targets)
   }
 
   /// Re-evaluates after the graph changed; returns the change made, if any.
   func update(_ client: JackClient, reason explicit: String? = nil) -> Change? {
-    let (targets, pattern) = preferred(client)
+    let (all, pattern) = preferred(client)
+    let targets = Array(all.prefix(isOutput ? client.outputPortNames.count : client.inputPortNames.count))
     guard targets != current else { return nil }
     let from = current
     let lost = !from.isEmpty && from.contains { !client.portExists($0) }
@@ -104,15 +109,19 @@ final class RouteController {
   }
 
   private func connect(_ client: JackClient, to targets: [String]) {
-    let outputs = client.outputPortNames
-    for (i, old) in current.enumerated() where i < outputs.count && !(i < targets.count && targets[i] == old)
-    {
-      client.disconnect(outputs[i], old)
+    let ours = isOutput ? client.outputPortNames : client.inputPortNames
+    // (source, destination) of a connection between our i-th port and a target.
+    let output = isOutput
+    let pair = { (i: Int, target: String) in output ? (ours[i], target) : (target, ours[i]) }
+    for (i, old) in current.enumerated() where i < ours.count && !(i < targets.count && targets[i] == old) {
+      let (a, b) = pair(i, old)
+      client.disconnect(a, b)
     }
-    for (i, target) in targets.enumerated() where i < outputs.count {
-      do { try client.connect(outputs[i], target) } catch { Log.error(error.description) }
+    for (i, target) in targets.enumerated() where i < ours.count {
+      let (a, b) = pair(i, target)
+      do { try client.connect(a, b) } catch { Log.error(error.description) }
     }
-    current = targets
+    current = Array(targets.prefix(ours.count))
   }
 
   /// "requested … ; connected …", for the log.
@@ -120,10 +129,10 @@ final class RouteController {
     var requested = patterns.map { "'\($0)'" }.joined(separator: " then ")
     if patterns.isEmpty { requested = fixedDefault.joined(separator: ", ") }
     if let override { requested = "override \(override.joined(separator: ", ")) (default: \(requested))" }
-    let actual = client.outputPortNames.map { port in
+    let actual = (isOutput ? client.outputPortNames : client.inputPortNames).map { port in
       "\(port) → " + (client.connections(of: port).joined(separator: ", ").nilIfEmpty ?? "nothing")
     }.joined(separator: "; ")
-    return "route: requested \(requested); connected \(actual)"
+    return "\(isOutput ? "output" : "input") route: requested \(requested); connected \(actual)"
   }
 }
 

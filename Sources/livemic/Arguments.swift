@@ -196,6 +196,7 @@ func parseCommandLine(_ arguments: [String]) throws(UsageError) -> Command {
       case "--watch": options.watch = true
       case "--events": options.events = try reader.value(for: o)
       case "--route-out": options.routeOut.append(try reader.value(for: o))
+      case "--route-in": options.routeIn.append(try reader.value(for: o))
       case "--on-route-loss":
         let text = try reader.value(for: o)
         guard let policy = RouteLossPolicy(rawValue: text) else {

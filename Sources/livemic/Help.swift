@@ -30,6 +30,7 @@ let mainHelp = """
         --events json|PATH   a JSON event stream, one object per line, on stdout or into PATH
         --route-out PATTERN  output routing preference (repeatable, most preferred first): a
                              regular expression over playback port names, e.g. 'USB.*:playback_'
+        --route-in PATTERN   input routing preference (repeatable): capture port names
         --on-route-loss mute|continue   when the output target is lost or changes device:
                              mute until SIGUSR1 (default) or keep playing
     -h, --help               this help
