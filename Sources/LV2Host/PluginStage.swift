@@ -322,7 +322,8 @@ public final class PluginStage: ChainStage, @unchecked Sendable {
   public func saveState(to directory: String) throws(PluginError) -> String {
     guard let plugin = world.plugin(info.uri) else { throw .unknownURI(info.uri) }
     try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-    let values = PortValues(symbols: info.ports.filter { $0.kind == .control && $0.isInput }.map { ($0.symbol, current) })
+    let values = PortValues(
+      symbols: info.ports.filter { $0.kind == .control && $0.isInput }.map { ($0.symbol, current) })
     values.load(controlInputs.count)
     let box = Unmanaged.passRetained(values)
     defer { box.release() }
@@ -340,7 +341,10 @@ public final class PluginStage: ChainStage, @unchecked Sendable {
         }, box.toOpaque(), 0, features[0].features)
     else { throw .unreadableState(path: directory) }
     defer { lilv_state_free(state) }
-    guard lilv_state_save(world.world, world.urids.mapFeature, world.urids.unmapFeature, state, nil, directory, "state.ttl") == 0
+    guard
+      lilv_state_save(
+        world.world, world.urids.mapFeature, world.urids.unmapFeature, state, nil, directory, "state.ttl")
+        == 0
     else { throw .unreadableState(path: directory + "/state.ttl") }
     return directory + "/state.ttl"
   }

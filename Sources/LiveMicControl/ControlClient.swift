@@ -9,7 +9,9 @@ import Foundation
 public enum ControlClient {
   /// Builds the request for `ctl` arguments (`set eq.bass_db 3`, `route override a,b`, …).
   public static func request(_ words: [String]) throws(ControlClientError) -> [String: Any] {
-    guard let command = words.first else { throw .usage("ctl needs a command (status, get, set, preset, mute, unmute, route, connections)") }
+    guard let command = words.first else {
+      throw .usage("ctl needs a command (status, get, set, preset, mute, unmute, route, connections)")
+    }
     let rest = Array(words.dropFirst())
     switch (command, rest.count) {
     case ("status", 0), ("unmute", 0), ("connections", 0): return ["cmd": command]
@@ -48,7 +50,9 @@ public enum ControlClient {
       for (i, b) in bytes.prefix(raw.count - 1).enumerated() { raw[i] = b }
     }
     let connected = withUnsafePointer(to: &address) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+      }
     }
     guard connected == 0 else {
       throw .connection("no LiveMic named '\(name)' is running (nothing listens on \(path))")
@@ -65,7 +69,9 @@ public enum ControlClient {
       if n <= 0 { break }
       response.append(contentsOf: chunk[0..<n])
     }
-    guard let end = response.firstIndex(of: 10) else { throw .connection("LiveMic closed the connection without answering") }
+    guard let end = response.firstIndex(of: 10) else {
+      throw .connection("LiveMic closed the connection without answering")
+    }
     return String(decoding: response[..<end], as: UTF8.self)
   }
 
@@ -77,7 +83,9 @@ public enum ControlClient {
     if object["ok"] as? Bool != true { return (false, object["error"] as? String ?? response) }
     var fields = object
     fields["ok"] = nil
-    let data = (try? JSONSerialization.data(withJSONObject: fields, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])) ?? Data()
+    let data =
+      (try? JSONSerialization.data(
+        withJSONObject: fields, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])) ?? Data()
     return (true, String(decoding: data, as: UTF8.self))
   }
 }

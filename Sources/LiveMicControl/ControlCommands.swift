@@ -20,7 +20,8 @@ extension LiveSession {
       case "connections": result = ["connections": connections(client)]
       default:
         throw ControlError(
-          "unknown command '\(command)' (commands: status, get, set, preset, mute, unmute, route, connections)")
+          "unknown command '\(command)' (commands: status, get, set, preset, mute, unmute, route, connections)"
+        )
       }
       return Self.encode(["ok": true].merging(result) { a, _ in a })
     } catch {
@@ -45,7 +46,9 @@ extension LiveSession {
   private func get(_ request: [String: JSONValue]) throws(ControlError) -> [String: Any] {
     if let key = request["key"] {
       guard let name = key.string else { throw ControlError("\"key\" must be a string") }
-      guard let p = chain.parameter(name) else { throw ControlError("'\(name)' is not a parameter of the running chain") }
+      guard let p = chain.parameter(name) else {
+        throw ControlError("'\(name)' is not a parameter of the running chain")
+      }
       return ["values": [name: Double(chain.targets.value(p.index))]]
     }
     var values: [String: Double] = [:]
@@ -55,14 +58,18 @@ extension LiveSession {
 
   private func set(_ request: [String: JSONValue]) throws(ControlError) -> [String: Any] {
     guard let key = request["key"]?.string else { throw ControlError("\"set\" needs a \"key\" string") }
-    guard let p = chain.parameter(key) else { throw ControlError("'\(key)' is not a parameter of the running chain") }
+    guard let p = chain.parameter(key) else {
+      throw ControlError("'\(key)' is not a parameter of the running chain")
+    }
     guard p.spec.kind != .output else { throw ControlError("'\(key)' is read-only (a plugin's output)") }
     guard let raw = request["value"] else { throw ControlError("\"set\" needs a \"value\"") }
     guard let value = raw.number.map(Float.init) ?? raw.bool.map({ $0 ? 1 : 0 }) else {
       throw ControlError("the value of '\(key)' must be a number (or true/false)")
     }
     guard value.isFinite, value >= p.spec.minimum, value <= p.spec.maximum else {
-      throw ControlError("\(format(value)) is outside the range of '\(key)' (\(format(p.spec.minimum)) to \(format(p.spec.maximum)))")
+      throw ControlError(
+        "\(format(value)) is outside the range of '\(key)' (\(format(p.spec.minimum)) to \(format(p.spec.maximum)))"
+      )
     }
     let used = chain.set(key, value) ?? value
     return ["key": key, "value": Double(used)]
@@ -79,7 +86,8 @@ extension LiveSession {
       throw ControlError("\"preset \(action)\" needs a \"name\" string")
     }
     if action == "save" {
-      let path = try PresetWriter.save(name, entries: entries, chain: chain, plugins: plugins, route: route?.patterns ?? [],
+      let path = try PresetWriter.save(
+        name, entries: entries, chain: chain, plugins: plugins, route: route?.patterns ?? [],
         inputRoute: inputRoute?.patterns ?? [])
       Log.info("preset saved to '\(path)'")
       return ["path": path]
@@ -93,7 +101,9 @@ extension LiveSession {
     return ["preset": presetName]
   }
 
-  private func mute(_ request: [String: JSONValue], _ state: ProcessState) throws(ControlError) -> [String: Any] {
+  private func mute(_ request: [String: JSONValue], _ state: ProcessState) throws(ControlError) -> [String:
+    Any]
+  {
     let mode = request["mode"]?.string ?? "ramp"
     guard mode == "ramp" else { throw ControlError("mute mode '\(mode)' is not implemented yet (only ramp)") }
     if !muted {
@@ -125,12 +135,16 @@ extension LiveSession {
     case "show": break
     case "override":
       let ports: [String]
-      if let list = request["ports"]?.array { ports = list.compactMap(\.string) } else if let text = request["ports"]?.string {
+      if let list = request["ports"]?.array {
+        ports = list.compactMap(\.string)
+      } else if let text = request["ports"]?.string {
         ports = text.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }
       } else {
         throw ControlError("\"route override\" needs \"ports\": one or two playback port names")
       }
-      do { change = try controller.setOverride(ports, client: client) } catch { throw ControlError(error.description) }
+      do { change = try controller.setOverride(ports, client: client) } catch {
+        throw ControlError(error.description)
+      }
     case "clear":
       change = controller.clearOverride(client: client)
     default:
@@ -171,7 +185,9 @@ extension LiveSession {
   }
 
   static func encode(_ object: [String: Any]) -> String {
-    guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+    guard
+      let data = try? JSONSerialization.data(
+        withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
     else { return ControlServer.error("internal error: the response could not be encoded") }
     return String(decoding: data, as: UTF8.self)
   }

@@ -65,7 +65,9 @@ final class ControlServer: @unchecked Sendable {
     }
     let old = umask(0o177)  // the socket file is created 0600
     let bound = withUnsafePointer(to: &address) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+      }
     }
     umask(old)
     guard bound == 0, listen(listener, 8) == 0 else {

@@ -436,7 +436,8 @@ public final class LiveSession: @unchecked Sendable {
             "route-changed",
             [
               "direction": .string("input"), "reason": .string(change.reason),
-              "from": .string(change.from.joined(separator: ",")), "to": .string(change.to.joined(separator: ",")),
+              "from": .string(change.from.joined(separator: ",")),
+              "to": .string(change.to.joined(separator: ",")),
             ])
         }
         if let route, let change = route.update(client) {
@@ -497,7 +498,8 @@ public final class LiveSession: @unchecked Sendable {
       }
       if events.freewheeling.load(ordering: .relaxed) != freewheeling {
         freewheeling.toggle()
-        Log.info(freewheeling ? "JACK is freewheeling (running as fast as it can)" : "JACK stopped freewheeling")
+        Log.info(
+          freewheeling ? "JACK is freewheeling (running as fast as it can)" : "JACK stopped freewheeling")
       }
       let rate = events.sampleRate.load(ordering: .relaxed)
       if rate != sampleRate {

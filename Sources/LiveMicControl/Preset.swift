@@ -117,9 +117,14 @@ extension Preset {
       for direction in ["out", "in"] {
         guard let value = route[direction] else { continue }
         guard let list = value.array, list.allSatisfy({ $0.string != nil }) else {
-          throw .invalid(path: path, key: "route.\(direction)", reason: "expected an array of port-name patterns")
+          throw .invalid(
+            path: path, key: "route.\(direction)", reason: "expected an array of port-name patterns")
         }
-        if direction == "out" { routeOut = list.compactMap(\.string) } else { routeIn = list.compactMap(\.string) }
+        if direction == "out" {
+          routeOut = list.compactMap(\.string)
+        } else {
+          routeIn = list.compactMap(\.string)
+        }
       }
     }
     guard let name = top["name"]?.string, !name.isEmpty else {

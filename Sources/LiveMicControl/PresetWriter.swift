@@ -15,7 +15,9 @@ enum PresetWriter {
     if nameOrPath.contains("/") || nameOrPath.hasSuffix(".json") {
       path = nameOrPath
     } else {
-      guard let folder = PresetLibrary.defaultFolders().first else { throw ControlError("no preset folder is known") }
+      guard let folder = PresetLibrary.defaultFolders().first else {
+        throw ControlError("no preset folder is known")
+      }
       path = folder + "/\(nameOrPath).json"
     }
     let name = ((path as NSString).lastPathComponent as NSString).deletingPathExtension
@@ -28,7 +30,9 @@ enum PresetWriter {
     for entry in entries {
       switch entry {
       case .unit(let d):
-        guard let unit = BuiltinUnits.type(named: d.type), chain.parameter("\(d.id).bypass") != nil else { continue }
+        guard let unit = BuiltinUnits.type(named: d.type), chain.parameter("\(d.id).bypass") != nil else {
+          continue
+        }
         var params: [String: Double] = [:]
         for spec in unit.parameters { params[spec.name] = value("\(d.id).\(spec.name)") }
         stages.append([
@@ -52,7 +56,8 @@ enum PresetWriter {
       }
     }
     var preset: [String: Any] = [
-      "name": name, "description": "Saved from a running LiveMic on \(ISO8601DateFormatter().string(from: Date())).",
+      "name": name,
+      "description": "Saved from a running LiveMic on \(ISO8601DateFormatter().string(from: Date())).",
       "chain": stages,
     ]
     if let volume = value("output.volume") { preset["volume"] = volume }

@@ -14,7 +14,9 @@ extension EndToEnd {
         for (i, b) in Array(path.utf8).enumerated() { raw[i] = b }
       }
       let ok = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+          connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+        }
       }
       guard ok == 0 else { return "" }
       _ = bytes.withUnsafeBufferPointer { write(fd, $0.baseAddress, $0.count) }
@@ -37,7 +39,8 @@ extension EndToEnd {
       defer { try? FileManager.default.removeItem(at: folder) }
       let env = ["XDG_RUNTIME_DIR": folder.path]
       let (server, generator, capture, livemic) = try LiveAudioTests.rig(
-        ["-p", "flat", "-c", "input.bypass=0"], signal: .sine(frequencyHz: 1000, amplitude: 0.2), environment: env)
+        ["-p", "flat", "-c", "input.bypass=0"], signal: .sine(frequencyHz: 1000, amplitude: 0.2),
+        environment: env)
       let ctl = { (words: [String]) in try runLiveMic(["ctl", "-n", "lmclient"] + words, environment: env) }
       // The socket is private to its user.
       let socket = folder.appendingPathComponent("livemic/lmclient.sock").path
@@ -45,7 +48,9 @@ extension EndToEnd {
       #expect(mode == 0o600, "socket mode \(String(mode, radix: 8))")
 
       let status = try ctl(["--json", "status"])
-      #expect(status.status == 0 && status.stdout.contains("\"preset\":\"flat\"") && status.stdout.contains("\"sample_rate\":48000"), "\(status)")
+      #expect(
+        status.status == 0 && status.stdout.contains("\"preset\":\"flat\"")
+          && status.stdout.contains("\"sample_rate\":48000"), "\(status)")
 
       usleep(1_300_000)
       var start = capture.frameCount
@@ -60,9 +65,12 @@ extension EndToEnd {
       #expect(abs(change - -9) < 0.05, "measured \(change) dB")
 
       let bad = try ctl(["set", "input.gain_db", "99"])
-      #expect(bad.status == 1 && bad.stderr.contains("99 is outside the range of 'input.gain_db' (-60 to 40)"), "\(bad)")
+      #expect(
+        bad.status == 1 && bad.stderr.contains("99 is outside the range of 'input.gain_db' (-60 to 40)"),
+        "\(bad)")
       let unknown = try ctl(["set", "eq.loudness", "1"])
-      #expect(unknown.status == 1 && unknown.stderr.contains("'eq.loudness' is not a parameter"), "\(unknown)")
+      #expect(
+        unknown.status == 1 && unknown.stderr.contains("'eq.loudness' is not a parameter"), "\(unknown)")
 
       #expect(try ctl(["preset", "load", "karaoke"]).status == 0)
       #expect(livemic.waitForLog("preset 'karaoke' reloaded (control)"), "\(livemic.log)")
@@ -89,9 +97,12 @@ extension EndToEnd {
       let path = folder.appendingPathComponent("livemic/lmfuzz.sock").path
       var generator = SystemRandomNumberGenerator()
       let samples = [
-        "{", "[]", "null", "{\"cmd\":1}", "{\"cmd\":\"set\"}", "{\"cmd\":\"set\",\"key\":\"output.volume\",\"value\":\"x\"}",
-        "{\"cmd\":\"set\",\"key\":\"output.volume\",\"value\":1e99}", "{\"cmd\":\"route\",\"action\":\"override\",\"ports\":7}",
-        "{\"cmd\":\"preset\",\"action\":\"save\"}", "{\"cmd\":\"mute\",\"mode\":\"suspend\"}", "\u{1}\u{2}\u{3}",
+        "{", "[]", "null", "{\"cmd\":1}", "{\"cmd\":\"set\"}",
+        "{\"cmd\":\"set\",\"key\":\"output.volume\",\"value\":\"x\"}",
+        "{\"cmd\":\"set\",\"key\":\"output.volume\",\"value\":1e99}",
+        "{\"cmd\":\"route\",\"action\":\"override\",\"ports\":7}",
+        "{\"cmd\":\"preset\",\"action\":\"save\"}", "{\"cmd\":\"mute\",\"mode\":\"suspend\"}",
+        "\u{1}\u{2}\u{3}",
       ]
       var lines: [String] = []
       for i in 0..<10_000 {
@@ -99,16 +110,22 @@ extension EndToEnd {
           lines.append(samples[i / 2 % samples.count])
         } else {
           let n = Int.random(in: 1...40, using: &generator)
-          lines.append(String((0..<n).map { _ in Character(UnicodeScalar(UInt8.random(in: 32...126, using: &generator))) }))
+          lines.append(
+            String(
+              (0..<n).map { _ in Character(UnicodeScalar(UInt8.random(in: 32...126, using: &generator))) }))
         }
       }
       var answered = 0
       for batch in stride(from: 0, to: lines.count, by: 500) {
-        let text = lines[batch..<min(batch + 500, lines.count)].map { $0.replacingOccurrences(of: "\n", with: " ") + "\n" }.joined()
+        let text = lines[batch..<min(batch + 500, lines.count)].map {
+          $0.replacingOccurrences(of: "\n", with: " ") + "\n"
+        }.joined()
         let reply = Self.exchange(path, Array(text.utf8), seconds: 10)
         let replies = reply.split(separator: "\n")
         answered += replies.count
-        #expect(replies.allSatisfy { $0.contains("\"ok\":false") }, "a random line was accepted: \(replies.first { !$0.contains("\"ok\":false") } ?? "")")
+        #expect(
+          replies.allSatisfy { $0.contains("\"ok\":false") },
+          "a random line was accepted: \(replies.first { !$0.contains("\"ok\":false") } ?? "")")
       }
       let blank = lines.filter { $0.allSatisfy { $0 == " " } }.count
       #expect(answered == lines.count - blank, "\(answered) answers to \(lines.count) lines")
@@ -132,8 +149,10 @@ extension EndToEnd.ControlSocketTests {
     let server = try JackServer()
     let zeroconvolv = "http://gareus.org/oss/lv2/zeroconvolv#Mono"
     let livemic = try LiveMicProcess(
-      ["-s", server.name, "-n", "lmsave", "--no-connect", "-p", "karaoke", "--plugin", zeroconvolv,
-       "--plugin", "http://lv2plug.in/plugins/eg-amp", "-c", "eg-amp.gain=-4"], environment: env)
+      [
+        "-s", server.name, "-n", "lmsave", "--no-connect", "-p", "karaoke", "--plugin", zeroconvolv,
+        "--plugin", "http://lv2plug.in/plugins/eg-amp", "-c", "eg-amp.gain=-4",
+      ], environment: env)
     #expect(livemic.waitForLog("latency capture-to-playback"), "\(livemic.log)")
     let ctl = { (words: [String]) in try runLiveMic(["ctl", "-n", "lmsave"] + words, environment: env) }
     #expect(try ctl(["set", "echo.mix", "0.5"]).status == 0)
@@ -147,7 +166,9 @@ extension EndToEnd.ControlSocketTests {
     let amp = chain.first { $0["id"] as? String == "eg-amp" }?["params"] as? [String: Double]
     #expect(echo?["mix"] == 0.5 && amp?["gain"] == -4, "\(text)")
     let state = chain.first { $0["lv2"] as? String == zeroconvolv }?["state"] as? String
-    #expect(state.map { FileManager.default.fileExists(atPath: folder.appendingPathComponent($0).path) } == true, "\(text)")
+    #expect(
+      state.map { FileManager.default.fileExists(atPath: folder.appendingPathComponent($0).path) } == true,
+      "\(text)")
     #expect(try runLiveMic(["presets", "show", file]).stdout.contains("echo.mix = 0.5"))
     #expect(try ctl(["preset", "load", file]).status == 0, "\(livemic.log)")
     #expect(!livemic.log.contains("preset not reloaded"), "\(livemic.log)")

@@ -58,7 +58,9 @@ extension EndToEnd {
         let direct = capture.recording(channel: 0, from: start)
         let out = capture.recording(channel: 1, from: start).samples
         let differing = zip(direct.samples, out).filter { $0.bitPattern != $1.bitPattern }.count
-        #expect(differing == 0 && rms(out[...]) > 0.2, "round \(round): \(differing) samples differ, rms \(rms(out[...])) vs \(rms(direct.samples[...]))")
+        #expect(
+          differing == 0 && rms(out[...]) > 0.2,
+          "round \(round): \(differing) samples differ, rms \(rms(out[...])) vs \(rms(direct.samples[...]))")
         #expect(livemic.process.isRunning, "LiveMic exited in round \(round)")
         rss.append(Self.residentKilobytes(livemic.process.processIdentifier))
         generator.close()

@@ -76,17 +76,22 @@ extension EndToEnd {
     @Test("input routing follows its preference list")
     func inputPreference() throws {
       let server = try JackServer(period: 64)
-      let sourceB = try TestClient(name: "lmsrcB", server: server.name, signal: .frameCode, captureChannels: 0)
+      let sourceB = try TestClient(
+        name: "lmsrcB", server: server.name, signal: .frameCode, captureChannels: 0)
       let livemic = try LiveMicProcess([
-        "-s", server.name, "-n", "lmrin", "--no-connect", "--route-in", "lmsrcA:out", "--route-in", "lmsrcB:out",
+        "-s", server.name, "-n", "lmrin", "--no-connect", "--route-in", "lmsrcA:out", "--route-in",
+        "lmsrcB:out",
       ])
       #expect(livemic.waitForLog("input route: requested 'lmsrcA:out' then 'lmsrcB:out'"), "\(livemic.log)")
       #expect(sourceB.connections(of: "lmrin:in_1") == ["lmsrcB:out"])
-      var sourceA: TestClient? = try TestClient(name: "lmsrcA", server: server.name, signal: .frameCode, captureChannels: 0)
-      #expect(waitUntil(seconds: 5) { sourceB.connections(of: "lmrin:in_1") == ["lmsrcA:out"] }, "\(livemic.log)")
+      var sourceA: TestClient? = try TestClient(
+        name: "lmsrcA", server: server.name, signal: .frameCode, captureChannels: 0)
+      #expect(
+        waitUntil(seconds: 5) { sourceB.connections(of: "lmrin:in_1") == ["lmsrcA:out"] }, "\(livemic.log)")
       sourceA?.close()
       sourceA = nil
-      #expect(waitUntil(seconds: 5) { sourceB.connections(of: "lmrin:in_1") == ["lmsrcB:out"] }, "\(livemic.log)")
+      #expect(
+        waitUntil(seconds: 5) { sourceB.connections(of: "lmrin:in_1") == ["lmsrcB:out"] }, "\(livemic.log)")
       #expect(!livemic.log.contains("output muted"), "an input change never mutes")
       #expect(livemic.interrupt() == 0)
       sourceB.close()
