@@ -107,6 +107,7 @@ public final class JackClient: @unchecked Sendable {
         guard let context else { return }
         Unmanaged<JackClient>.fromOpaque(context).takeUnretainedValue().updateLatency(mode: mode)
       }, selfContext)
+    state.warm(frames: bufferFrames)
     guard jack_activate(handle) == 0 else { throw .activation }
     active = true
     return state

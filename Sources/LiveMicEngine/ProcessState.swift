@@ -57,6 +57,28 @@ public final class ProcessState: @unchecked Sendable {
     fadeLength = max(Int(Self.crossfadeSeconds * sampleRate), 1)
   }
 
+  /// Runs the audio thread's own code once off it, before activation (the chain is warm
+  /// already), so its first-run costs (type metadata, lazily bound symbols) are paid here.
+  func warm(frames: Int) {
+    let n = min(max(frames, 1), Self.maxFadeFrames)
+    fadeLeft.update(repeating: 0, count: n)
+    fadeRight.update(repeating: 0, count: n)
+    Unmanaged.passUnretained(self)._withUnsafeGuaranteedRef { state in
+      state.slot.current()._withUnsafeGuaranteedRef {
+        $0.process(left: state.fadeLeft, right: state.fadeRight, frames: n)
+      }
+      state.ramp.apply(left: state.fadeLeft, right: state.fadeRight, frames: n)
+      state.ramp.rewind()
+    }
+    var peak: Float = 0
+    for f in 0..<n { peak = max(peak, max(abs(fadeLeft[f]), abs(fadeRight[f]))) }
+    outputPeakBits.store(peak.bitPattern, ordering: .relaxed)
+    lastFrames.store(UInt32(n), ordering: .relaxed)
+    slot.cycleFinished()
+    _ = slot.beginSwap()
+    _ = sinf(Float(n)) + cosf(Float(n))
+  }
+
   deinit {
     fadeLeft.deallocate()
     fadeRight.deallocate()
@@ -162,6 +184,12 @@ public final class OutputRamp: @unchecked Sendable {
   public var isSilent: Bool { Float(bitPattern: positionBits.load(ordering: .relaxed)) == 0 }
   /// True once the ramp has reached full level (the output is the chain's, untouched).
   public var isFullyOpen: Bool { Float(bitPattern: positionBits.load(ordering: .relaxed)) == 1 }
+
+  /// Back to silence, as before the first cycle (after a warm-up run).
+  func rewind() {
+    position = 0
+    positionBits.store(0, ordering: .relaxed)
+  }
 
   /// - Realtime: safe
   @inline(__always)

@@ -121,7 +121,8 @@ enum RealtimeGuard {
     let c = counters(file)
     for key in forbidden {
       #expect(
-        c[key] == "0", "\(label): \(key)=\(c[key] ?? "?") after \(c["cycles"] ?? "?") cycles",
+        c[key] == "0",
+        "\(label): \(key)=\(c[key] ?? "?") after \(c["cycles"] ?? "?") cycles (first: \(c["first"] ?? "?"))",
         sourceLocation: sourceLocation)
     }
   }
