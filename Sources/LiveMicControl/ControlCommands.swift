@@ -150,15 +150,7 @@ extension LiveSession {
     default:
       throw ControlError("unknown route action '\(action)' (show, override, clear)")
     }
-    if let change {
-      Log.info("route changed: \(change.reason): \(change.from) → \(change.to)")
-      stream.emit(
-        "route-changed",
-        [
-          "reason": .string(change.reason), "from": .string(change.from.joined(separator: ",")),
-          "to": .string(change.to.joined(separator: ",")),
-        ])
-    }
+    if let change { report(change, direction: "output") }
     var result: [String: Any] = [
       "default": controller.patterns.isEmpty ? controller.fixedDefault : controller.patterns,
       "targets": controller.current, "connections": connections(client),

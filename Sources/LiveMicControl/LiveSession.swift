@@ -214,6 +214,17 @@ public final class LiveSession: @unchecked Sendable {
     }
   }
 
+  /// Logs a route change and emits it as a `route-changed` event.
+  func report(_ change: RouteController.Change, direction: String) {
+    Log.info("\(direction) route changed: \(change.reason): \(change.from) → \(change.to)")
+    stream.emit(
+      "route-changed",
+      [
+        "direction": .string(direction), "reason": .string(change.reason),
+        "from": .string(change.from.joined(separator: ",")), "to": .string(change.to.joined(separator: ",")),
+      ])
+  }
+
   /// Per-stage processing time per block: `id mean/max µs`, for the log and health events.
   private func stageSummary() -> String {
     "stage time per block (mean/max µs): "
@@ -343,27 +354,18 @@ public final class LiveSession: @unchecked Sendable {
 
   private func installSignalHandlers() {
     let wake = self.wake
-    signal(SIGHUP, SIG_IGN)
-    let hup = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .global())
-    hup.setEventHandler { [weak self] in
-      self?.reloadRequested.store(true, ordering: .releasing)
-      wake.signal()
-    }
-    hup.resume()
-    signalSources.append(hup)
-    signal(SIGUSR1, SIG_IGN)
-    let usr1 = DispatchSource.makeSignalSource(signal: SIGUSR1, queue: .global())
-    usr1.setEventHandler { [weak self] in
-      self?.unmuteRequested.store(true, ordering: .releasing)
-      wake.signal()
-    }
-    usr1.resume()
-    signalSources.append(usr1)
-    for sig in [SIGINT, SIGTERM] {
+    // Each signal only sets its flag and wakes the supervisor.
+    let actions: [(Int32, @Sendable (LiveSession) -> Void)] = [
+      (SIGHUP, { $0.reloadRequested.store(true, ordering: .releasing) }),
+      (SIGUSR1, { $0.unmuteRequested.store(true, ordering: .releasing) }),
+      (SIGINT, { $0.stopRequested.store(true, ordering: .releasing) }),
+      (SIGTERM, { $0.stopRequested.store(true, ordering: .releasing) }),
+    ]
+    for (sig, action) in actions {
       signal(sig, SIG_IGN)
       let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
       source.setEventHandler { [weak self] in
-        self?.stopRequested.store(true, ordering: .releasing)
+        if let self { action(self) }
         wake.signal()
       }
       source.resume()
@@ -430,28 +432,13 @@ public final class LiveSession: @unchecked Sendable {
         usleep(100_000)
         _ = events.graphChanged.exchange(false, ordering: .acquiringAndReleasing)
         book.connectPending(client)
-        if let inputRoute, let change = inputRoute.update(client) {
-          Log.info("input route changed: \(change.reason): \(change.from) → \(change.to)")
-          stream.emit(
-            "route-changed",
-            [
-              "direction": .string("input"), "reason": .string(change.reason),
-              "from": .string(change.from.joined(separator: ",")),
-              "to": .string(change.to.joined(separator: ",")),
-            ])
-        }
+        if let inputRoute, let change = inputRoute.update(client) { report(change, direction: "input") }
         if let route, let change = route.update(client) {
-          Log.info("route changed: \(change.reason): \(change.from) → \(change.to)")
-          stream.emit(
-            "route-changed",
-            [
-              "reason": .string(change.reason), "from": .string(change.from.joined(separator: ",")),
-              "to": .string(change.to.joined(separator: ",")),
-            ])
+          report(change, direction: "output")
           if change.mute && !muted {
             muted = true
             state.ramp.fadeOut()
-            Log.info("output muted (route changed): send SIGUSR1 to unmute")
+            Log.info("output muted (route changed): unmute with 'livemic ctl unmute' or SIGUSR1")
             stream.emit("muted", ["reason": .string(change.reason)])
           }
         }
