@@ -29,6 +29,14 @@ public final class VoiceChain: @unchecked Sendable {
   /// The parameters in index order.
   public let parameters: [Parameter]
   private let indexByKey: [String: Int]
+  /// Index of `output.volume` in `targets`, if the chain has it.
+  private let outputVolumeIndex: Int?
+
+  /// The output volume target (1 when the chain has no output stage).
+  /// - Realtime: safe
+  @inline(__always)
+  public var outputVolume: Float { outputVolumeIndex.map { targets.value($0) } ?? 1 }
+
   /// The sample rate the chain was prepared for.
   public private(set) var sampleRate: Double = 0
 
@@ -52,6 +60,7 @@ public final class VoiceChain: @unchecked Sendable {
     var keys: [String: Int] = [:]
     for p in parameters { keys[p.key] = p.index }
     indexByKey = keys
+    outputVolumeIndex = keys["output.volume"]
     timing = .allocate(capacity: max(stages.count * 3, 1))
     for i in 0..<(stages.count * 3) { (timing + i).initialize(to: Atomic(0)) }
     order = .allocate(capacity: max(stages.count, 1))

@@ -15,6 +15,8 @@ public enum ControlClient {
     let rest = Array(words.dropFirst())
     switch (command, rest.count) {
     case ("status", 0), ("unmute", 0), ("connections", 0): return ["cmd": command]
+    case ("meters", 0): return ["cmd": "meters"]
+    case ("meters", 1) where rest[0] == "--once": return ["cmd": "meters"]
     case ("get", 0): return ["cmd": "get"]
     case ("get", 1): return ["cmd": "get", "key": rest[0]]
     case ("set", 2):
@@ -73,6 +75,19 @@ public enum ControlClient {
       throw .connection("LiveMic closed the connection without answering")
     }
     return String(decoding: response[..<end], as: UTF8.self)
+  }
+
+  /// One line of meters for people: `in -12.3/-20.1 -12.0/-19.8  out …` (peak/RMS dBFS).
+  public static func meterLine(_ response: String) -> String? {
+    guard let object = try? JSONSerialization.jsonObject(with: Data(response.utf8)) as? [String: Any],
+      object["ok"] as? Bool == true
+    else { return nil }
+    func side(_ key: String) -> String {
+      (object[key] as? [[String: Double]] ?? []).map {
+        String(format: "%6.1f/%6.1f", $0["peak_dbfs"] ?? -200, $0["rms_dbfs"] ?? -200)
+      }.joined(separator: " ")
+    }
+    return "in " + side("input") + "   out " + side("output") + "   (peak/RMS dBFS)"
   }
 
   /// The response for people: the fields without "ok", pretty-printed; or the error.

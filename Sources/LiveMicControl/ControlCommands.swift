@@ -14,13 +14,17 @@ extension LiveSession {
       case "get": result = try get(request)
       case "set": result = try set(request)
       case "preset": result = try preset(request, client, state)
-      case "mute": result = try mute(request, state)
-      case "unmute": result = unmute(state)
+      case "mute": result = try mute(request, client, state)
+      case "unmute": result = unmute(client, state)
       case "route": result = try route(request, client, state)
       case "connections": result = ["connections": connections(client)]
+      case "meters":
+        // Since the previous read: input left/right, output left/right.
+        let m = state.meters.read().map { ["peak_dbfs": ($0.peakDecibels * 10).rounded() / 10, "rms_dbfs": ($0.rmsDecibels * 10).rounded() / 10] }
+        result = ["input": Array(m[0..<2]), "output": Array(m[2..<4])]
       default:
         throw ControlError(
-          "unknown command '\(command)' (commands: status, get, set, preset, mute, unmute, route, connections)"
+          "unknown command '\(command)' (commands: status, get, set, preset, mute, unmute, route, connections, meters)"
         )
       }
       return Self.encode(["ok": true].merging(result) { a, _ in a })
@@ -38,7 +42,8 @@ extension LiveSession {
       "client": client.name, "server": serverLabel, "sample_rate": Int(client.sampleRate),
       "buffer_frames": Int(client.events.bufferFrames.load(ordering: .relaxed)),
       "latency_frames": chain.latencyFrames, "xruns": Int(client.events.xruns.load(ordering: .relaxed)),
-      "dsp_load_percent": Double(client.cpuLoadPercent), "preset": presetName, "muted": muted,
+      "dsp_load_percent": Double(client.cpuLoadPercent), "preset": presetName, "muted": muteMode != nil || muted,
+      "mute_mode": muteMode ?? (muted ? "ramp" : "none"),
       "cycles": Int(state.cycles.load(ordering: .relaxed)), "chain": stages,
     ]
   }
@@ -101,27 +106,55 @@ extension LiveSession {
     return ["preset": presetName]
   }
 
-  private func mute(_ request: [String: JSONValue], _ state: ProcessState) throws(ControlError) -> [String:
-    Any]
+  private func mute(_ request: [String: JSONValue], _ client: JackClient, _ state: ProcessState)
+    throws(ControlError) -> [String: Any]
   {
     let mode = request["mode"]?.string ?? "ramp"
-    guard mode == "ramp" else { throw ControlError("mute mode '\(mode)' is not implemented yet (only ramp)") }
-    if !muted {
-      muted = true
-      state.ramp.fadeOut()
-      Log.info("output muted (control)")
-      stream.emit("muted", ["reason": .string("control")])
+    guard ["ramp", "bypass", "suspend"].contains(mode) else {
+      throw ControlError("mute mode '\(mode)' is not one of ramp, bypass, suspend")
     }
-    return ["muted": true]
+    if let current = muteMode, current != mode { _ = unmute(client, state) }
+    guard muteMode == nil else { return ["muted": true, "mode": mode] }
+    switch mode {
+    case "bypass":
+      state.dryTarget.store(1, ordering: .relaxed)  // the dry input, crossfaded, at the volume
+    case "suspend":
+      state.ramp.fadeOut()
+      _ = waitUntilSilent(state)
+      book.record(client)
+      suspended = true
+      client.deactivate()
+    default:
+      state.ramp.fadeOut()
+    }
+    muteMode = mode
+    muted = mode != "bypass"
+    Log.info("output muted (control, mode \(mode))")
+    stream.emit("muted", ["reason": .string("control"), "mode": .string(mode)])
+    return ["muted": true, "mode": mode]
   }
 
-  private func unmute(_ state: ProcessState) -> [String: Any] {
-    if muted {
-      muted = false
+  func unmute(_ client: JackClient, _ state: ProcessState) -> [String: Any] {
+    switch muteMode {
+    case "bypass":
+      state.dryTarget.store(0, ordering: .relaxed)
+    case "suspend":
+      state.ramp.rewind()
       state.ramp.fadeIn()
+      do { try client.reactivate() } catch { Log.error(error.description) }
+      suspended = false
+      book.restore(client)
+      route?.apply(client)
+      inputRoute?.apply(client)
+    default:
+      if muted { state.ramp.fadeIn() }
+    }
+    if muteMode != nil || muted {
       Log.info("output unmuted (control; ramping up over 1 s)")
       stream.emit("unmuted", ["reason": .string("control")])
     }
+    muteMode = nil
+    muted = false
     return ["muted": false]
   }
 

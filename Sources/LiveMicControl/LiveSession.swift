@@ -21,6 +21,8 @@ public struct RunOptions: Sendable {
   public var plugins: [String] = []
   /// Reload the preset file (crossfading) whenever it changes on disk.
   public var watch = false
+  /// Start fully prepared but muted: `ctl unmute` ramps up at once.
+  public var startMuted = false
   /// Where the JSON event stream goes: nil (none), "json" (standard output) or a file path.
   public var events: String?
   /// Output routing preference list (patterns, most preferred first); empty: plain connections.
@@ -76,8 +78,12 @@ public final class LiveSession: @unchecked Sendable {
   var route: RouteController?
   var inputRoute: RouteController?
   private var control: ControlServer?
-  /// Muted by the routing policy, until SIGUSR1.
+  /// Muted (ramped to silence) by the routing policy or the control socket.
   var muted = false
+  /// The mute mode set through the control socket (nil: none).
+  var muteMode: String?
+  /// True while the client is deactivated by the `suspend` mute mode.
+  var suspended = false
   var stream: EventStream!
   /// Xrun totals seen, with when, for "xruns in the last minute".
   private var xrunHistory: [(time: DispatchTime, total: UInt64)] = []
@@ -137,6 +143,10 @@ public final class LiveSession: @unchecked Sendable {
     presetModified = Self.modificationDate(preset.path)
     var state: ProcessState
     do { state = try start(client, chain: chain) } catch { throw .engine(error) }
+    if options.startMuted {
+      muted = true
+      muteMode = "ramp"
+    }
     Log.info(
       "client '\(client.name)' on server '\(serverLabel)': "
         + "\(Int(client.sampleRate)) Hz, \(client.bufferFrames) frames per period, preset '\(preset.name)'")
@@ -256,10 +266,17 @@ public final class LiveSession: @unchecked Sendable {
       nominalBlockFrames: client.bufferFrames, fixedBlocks: true)
   }
 
-  /// Registers the ports and activates `chain` on `client`.
+  /// Registers the ports and activates `chain` on `client` (silent from the start when muted).
   private func start(_ client: JackClient, chain: VoiceChain) throws(EngineError) -> ProcessState {
     try client.registerPorts(inputCount: options.inputCount)
-    return try client.start(chain: chain)
+    return try client.start(chain: chain, muted: muted || options.startMuted)
+  }
+
+  /// Waits (up to 300 ms) until the output ramp is silent.
+  func waitUntilSilent(_ state: ProcessState) -> Bool {
+    let deadline = DispatchTime.now() + .milliseconds(300)
+    while !state.ramp.isSilent && DispatchTime.now() < deadline { usleep(2000) }
+    return state.ramp.isSilent
   }
 
   /// Reopens the client under the same name once a server of the same name accepts clients
@@ -302,7 +319,9 @@ public final class LiveSession: @unchecked Sendable {
       book.restore(client)
       route?.apply(client)
       inputRoute?.apply(client)
-      if muted { state.ramp.fadeOut() }
+      suspended = false
+      if muteMode == "suspend" { muteMode = "ramp" }  // a new client starts active: keep it silent
+      if muteMode == "bypass" { state.dryTarget.store(1, ordering: .relaxed) }
       let ms = Double(DispatchTime.now().uptimeNanoseconds - lostAt.uptimeNanoseconds) / 1e6
       stream.emit(
         "reconnected",
@@ -431,6 +450,7 @@ public final class LiveSession: @unchecked Sendable {
         // before its ports, and that must not read as a user undoing them.
         usleep(100_000)
         _ = events.graphChanged.exchange(false, ordering: .acquiringAndReleasing)
+        if suspended { continue }
         book.connectPending(client)
         if let inputRoute, let change = inputRoute.update(client) { report(change, direction: "input") }
         if let route, let change = route.update(client) {
@@ -444,11 +464,8 @@ public final class LiveSession: @unchecked Sendable {
         }
         book.record(client)
       }
-      if unmuteRequested.exchange(false, ordering: .acquiringAndReleasing) && muted {
-        muted = false
-        state.ramp.fadeIn()
-        Log.info("output unmuted (ramping up over 1 s)")
-        stream.emit("unmuted", ["reason": .string("SIGUSR1")])
+      if unmuteRequested.exchange(false, ordering: .acquiringAndReleasing) {
+        _ = unmute(client, state)
       }
       let xruns = events.xruns.load(ordering: .relaxed)
       let now = DispatchTime.now()

@@ -80,9 +80,10 @@ public final class JackClient: @unchecked Sendable {
   }
 
   /// Installs the callbacks with `chain` (prepared and warmed at `sampleRate`) and activates.
-  public func start(chain: VoiceChain) throws(EngineError) -> ProcessState {
+  public func start(chain: VoiceChain, muted: Bool = false) throws(EngineError) -> ProcessState {
     let state = ProcessState(
       inputs: inputPorts, outputs: outputPorts, chain: chain, sampleRate: sampleRate)
+    if muted { state.ramp.fadeOut() }
     self.state = state
     events.chainLatencyFrames.store(UInt32(chain.latencyFrames), ordering: .relaxed)
     let stateContext = Unmanaged.passUnretained(state).toOpaque()
@@ -203,6 +204,14 @@ public final class JackClient: @unchecked Sendable {
     var r = jack_latency_range_t()
     jack_port_get_latency_range(p, capture ? JackCaptureLatency : JackPlaybackLatency, &r)
     return Int(r.min)...Int(max(r.min, r.max))
+  }
+
+  /// Activates again after `deactivate` (the `suspend` mute mode); connections must be made
+  /// again by the caller (JACK drops them on deactivation).
+  public func reactivate() throws(EngineError) {
+    guard !active else { return }
+    guard jack_activate(handle) == 0 else { throw .activation }
+    active = true
   }
 
   /// Deactivates (the process callback stops being called).

@@ -29,8 +29,14 @@ public final class ProcessState: @unchecked Sendable {
   public let cycles = Atomic<UInt64>(0)
   /// Latest buffer size seen by the audio thread.
   public let lastFrames = Atomic<UInt32>(0)
-  /// Peak absolute output sample of the last cycle, as Float bits (for meters and tests).
-  public let outputPeakBits = Atomic<UInt32>(0)
+  /// Input and output levels, for `ctl meters`.
+  public let meters = Meters()
+  /// 1 while the chain is bypassed by the `bypass` mute mode (the dry input passes at the
+  /// output volume), crossfaded over `crossfadeSeconds`.
+  public let dryTarget = Atomic<UInt32>(0)
+  private var dryMix: Float = 0
+  private let dryLeft = UnsafeMutablePointer<Float>.allocate(capacity: maxFadeFrames)
+  private let dryRight = UnsafeMutablePointer<Float>.allocate(capacity: maxFadeFrames)
 
   /// Length of the equal-power crossfade when a new chain (preset) is swapped in.
   public static let crossfadeSeconds = 0.05
@@ -70,9 +76,9 @@ public final class ProcessState: @unchecked Sendable {
       state.ramp.apply(left: state.fadeLeft, right: state.fadeRight, frames: n)
       state.ramp.rewind()
     }
-    var peak: Float = 0
-    for f in 0..<n { peak = max(peak, max(abs(fadeLeft[f]), abs(fadeRight[f]))) }
-    outputPeakBits.store(peak.bitPattern, ordering: .relaxed)
+    meters.record(0, fadeLeft, n)
+    mixDry(fadeLeft, fadeRight, fadeLeft, fadeRight, n, goal: 0)
+    _ = meters.read()
     lastFrames.store(UInt32(n), ordering: .relaxed)
     slot.cycleFinished()
     _ = slot.beginSwap()
@@ -80,6 +86,8 @@ public final class ProcessState: @unchecked Sendable {
   }
 
   deinit {
+    dryLeft.deallocate()
+    dryRight.deallocate()
     fadeLeft.deallocate()
     fadeRight.deallocate()
     if let fadingOut { slot.finishSwap(fadingOut) }
@@ -114,12 +122,26 @@ public final class ProcessState: @unchecked Sendable {
       fadeRight.update(from: inR, count: n)
       old._withUnsafeGuaranteedRef { $0.process(left: fadeLeft, right: fadeRight, frames: n) }
     }
-    slot.current()._withUnsafeGuaranteedRef { $0.process(left: left, right: right, frames: n) }
-    if let old = fadingOut { crossfade(from: old, left: left, right: right, frames: n) }
+    meters.record(0, inL, n)
+    meters.record(1, inR, n)
+    let dryGoal: Float = dryTarget.load(ordering: .relaxed) == 1 ? 1 : 0
+    if dryMix == 1 && dryGoal == 1 && n <= Self.maxFadeFrames {
+      // Bypassed: the dry input at the output volume, the chain not run.
+      let volume = slot.current()._withUnsafeGuaranteedRef { $0.outputVolume }
+      for f in 0..<n {
+        let (l, r) = (left[f], right[f])
+        left[f] = l * volume
+        right[f] = r * volume
+      }
+    } else {
+      slot.current()._withUnsafeGuaranteedRef { $0.process(left: left, right: right, frames: n) }
+      if let old = fadingOut { crossfade(from: old, left: left, right: right, frames: n) }
+      if (dryMix != 0 || dryGoal != 0) && n <= Self.maxFadeFrames { mixDry(inL, inR, left, right, n, goal: dryGoal) }
+    }
     ramp.apply(left: left, right: right, frames: n)
-    var peak: Float = 0
-    for f in 0..<n { peak = max(peak, max(abs(left[f]), abs(right[f]))) }
-    outputPeakBits.store(peak.bitPattern, ordering: .relaxed)
+    meters.record(2, left, n)
+    meters.record(3, right, n)
+    meters.finishCycle(n)
     lastFrames.store(frames, ordering: .relaxed)
     cycles.add(1, ordering: .relaxed)
     slot.cycleFinished()
@@ -128,6 +150,26 @@ public final class ProcessState: @unchecked Sendable {
 }
 
 extension ProcessState {
+  /// Crossfades between the chain's output and the dry input at the output volume (the
+  /// `bypass` mute mode), linearly over `crossfadeSeconds`.
+  /// - Realtime: safe
+  @inline(__always)
+  fileprivate func mixDry(
+    _ inL: UnsafeMutablePointer<Float>, _ inR: UnsafeMutablePointer<Float>, _ left: UnsafeMutablePointer<Float>,
+    _ right: UnsafeMutablePointer<Float>, _ n: Int, goal: Float
+  ) {
+    let volume = slot.current()._withUnsafeGuaranteedRef { $0.outputVolume }
+    let step = 1 / Float(fadeLength)
+    var m = dryMix
+    for f in 0..<n {
+      m = goal > m ? min(m + step, 1) : max(m - step, 0)
+      let (l, r, dl, dr) = (left[f], right[f], inL[f] * volume, inR[f] * volume)
+      left[f] = l * (1 - m) + dl * m
+      right[f] = r * (1 - m) + dr * m
+    }
+    dryMix = m
+  }
+
   /// Mixes the old chain's output (in the fade buffers) into the new one's with equal-power
   /// gains (cos/sin of a quarter turn over `crossfadeSeconds`); hands the old chain back when
   /// the fade is complete.
@@ -185,8 +227,9 @@ public final class OutputRamp: @unchecked Sendable {
   /// True once the ramp has reached full level (the output is the chain's, untouched).
   public var isFullyOpen: Bool { Float(bitPattern: positionBits.load(ordering: .relaxed)) == 1 }
 
-  /// Back to silence, as before the first cycle (after a warm-up run).
-  func rewind() {
+  /// Back to silence, as before the first cycle (after a warm-up run, or before audio resumes
+  /// after a suspension). Only while the audio thread is not running.
+  public func rewind() {
     position = 0
     positionBits.store(0, ordering: .relaxed)
   }

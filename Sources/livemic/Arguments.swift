@@ -194,6 +194,7 @@ func parseCommandLine(_ arguments: [String]) throws(UsageError) -> Command {
       case "--no-connect": options.noConnect = true
       case "--plugin": options.plugins.append(try reader.value(for: o))
       case "--watch": options.watch = true
+      case "--start-muted": options.startMuted = true
       case "--events": options.events = try reader.value(for: o)
       case "--route-out": options.routeOut.append(try reader.value(for: o))
       case "--route-in": options.routeIn.append(try reader.value(for: o))

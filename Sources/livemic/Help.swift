@@ -27,6 +27,7 @@ let mainHelp = """
         --plugin URI         append an LV2 plugin to the chain (repeatable); its controls
                              are parameters ID.SYMBOL (see 'livemic plugins show URI')
         --watch              reload the preset when its file changes (as SIGHUP does)
+        --start-muted        start prepared but silent; 'livemic ctl unmute' ramps up
         --events json|PATH   a JSON event stream, one object per line, on stdout or into PATH
         --route-out PATTERN  output routing preference (repeatable, most preferred first): a
                              regular expression over playback port names, e.g. 'USB.*:playback_'
@@ -107,12 +108,16 @@ let ctlHelp = """
     set KEY VALUE              set a parameter (smoothed); e.g. set eq.bass_db 3
     preset load NAME|PATH      build the preset's chain and crossfade to it
     preset save NAME|PATH      write the running chain, values and plugin state as a preset
-    mute [--mode ramp]         ramp the output to silence (processing and connections stay)
+    mute [--mode ramp|bypass|suspend]
+                               ramp: fade to silence (processing and connections stay);
+                               bypass: the dry input at the output volume, chain skipped;
+                               suspend: deactivate the client (resumes with the quiet ramp)
     unmute                     ramp back up over 1 s
     route                      the requested route and the actual connections
     route override PORT[,PORT] send the outputs there until 'route clear'
     route clear                back to the default route
     connections                every connection of LiveMic's ports
+    meters [--once]            input and output peak/RMS (dBFS), about 20 times a second
   --json prints the raw response line. See docs/control.md.
   """
 

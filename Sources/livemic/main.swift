@@ -34,6 +34,17 @@ case .pluginShow(let uri, let json):
   do { print(try PluginReference.show(uri: uri, json: json), terminator: "") } catch {
     fail(error.description, status: 1)
   }
+case .ctl(let name, let json, let words) where words.first == "meters" && words.count == 1 && !json:
+  // Follow: one line about 20 times a second until interrupted.
+  while true {
+    do {
+      let response = try ControlClient.send(["cmd": "meters"], name: name)
+      FileHandle.standardOutput.write(Data(((ControlClient.meterLine(response) ?? ControlClient.human(response).text) + "\n").utf8))
+    } catch {
+      fail(error.description, status: 2)
+    }
+    usleep(50_000)
+  }
 case .ctl(let name, let json, let words):
   do {
     let response = try ControlClient.send(try ControlClient.request(words), name: name)

@@ -1,0 +1,58 @@
+import Foundation
+import Testing
+
+extension EndToEnd {
+  @Suite("Mute modes, start muted, meters", .serialized)
+  struct MuteModeTests {
+    @Test("ramp, bypass and suspend do what they say, measured on the output; meters read the levels")
+    func muteModes() throws {
+      let folder = Paths.temporaryFolder("mute")
+      defer { try? FileManager.default.removeItem(at: folder) }
+      let env = ["XDG_RUNTIME_DIR": folder.path]
+      let counters = folder.appendingPathComponent("rtguard.txt")
+      // The chain makes the voice 12 dB quieter, so bypass (dry at volume 1) is 12 dB louder.
+      let (server, generator, capture, livemic) = try LiveAudioTests.rig(
+        ["-p", "flat", "-c", "input.bypass=0", "-c", "input.gain_db=-12", "--start-muted"],
+        signal: .sine(frequencyHz: 500, amplitude: 0.2), guardOutput: counters, environment: env)
+      let ctl = { (words: [String]) in try runLiveMic(["ctl", "-n", "lmclient"] + words, environment: env) }
+      func level(after microseconds: UInt32) throws -> Double {
+        usleep(microseconds)
+        let start = capture.frameCount
+        try capture.record(frames: 4800)
+        return rms(capture.recording(channel: 1, from: start).samples[...])
+      }
+      let input = 0.2 / 2.squareRoot()
+      #expect(try level(after: 1_300_000) == 0, "--start-muted: silent from the start")
+      #expect(try ctl(["unmute"]).status == 0)
+      let chain = try level(after: 1_300_000)
+      #expect(abs(20 * log10(chain / input) - -12) < 0.05, "chain level \(chain)")
+
+      #expect(try ctl(["mute"]).status == 0)
+      #expect(try level(after: 200_000) == 0, "ramp mute is silent")
+      #expect(try ctl(["unmute"]).status == 0)
+      _ = try level(after: 1_300_000)
+
+      #expect(try ctl(["mute", "--mode", "bypass"]).status == 0)
+      let dry = try level(after: 200_000)
+      #expect(abs(20 * log10(dry / input)) < 0.05, "bypass passes the dry input at volume 1: \(dry)")
+      let meters = try ctl(["--json", "meters"]).stdout
+      let object = (try? JSONSerialization.jsonObject(with: Data(meters.utf8))) as? [String: Any] ?? [:]
+      let peakIn = ((object["input"] as? [[String: Double]])?.first?["peak_dbfs"]) ?? -200
+      #expect(abs(peakIn - 20 * log10(0.2)) < 0.2, "input peak \(peakIn) dBFS: \(meters)")
+      #expect(try ctl(["unmute"]).status == 0)
+
+      #expect(try ctl(["mute", "--mode", "suspend"]).status == 0)
+      #expect(waitUntil(seconds: 2) { capture.connections(of: "lmclient:out_1").isEmpty }, "suspend deactivates")
+      #expect(try level(after: 100_000) == 0)
+      #expect(try ctl(["unmute"]).status == 0)
+      #expect(waitUntil(seconds: 2) { capture.connections(of: "lmclient:out_1") == ["lmcap:in_2"] }, "\(livemic.log)")
+      let back = try level(after: 1_300_000)
+      #expect(abs(20 * log10(back / input) - -12) < 0.05, "after resume \(back)")
+      #expect(livemic.interrupt() == 0)
+      RealtimeGuard.expectNothingCounted(counters)
+      generator.close()
+      capture.close()
+      server.stop()
+    }
+  }
+}
