@@ -20,7 +20,12 @@ extension LiveSession {
       case "connections": result = ["connections": connections(client)]
       case "meters":
         // Since the previous read: input left/right, output left/right.
-        let m = state.meters.read().map { ["peak_dbfs": ($0.peakDecibels * 10).rounded() / 10, "rms_dbfs": ($0.rmsDecibels * 10).rounded() / 10] }
+        let m = state.meters.read().map {
+          [
+            "peak_dbfs": ($0.peakDecibels * 10).rounded() / 10,
+            "rms_dbfs": ($0.rmsDecibels * 10).rounded() / 10,
+          ]
+        }
         result = ["input": Array(m[0..<2]), "output": Array(m[2..<4])]
       default:
         throw ControlError(
@@ -42,7 +47,8 @@ extension LiveSession {
       "client": client.name, "server": serverLabel, "sample_rate": Int(client.sampleRate),
       "buffer_frames": Int(client.events.bufferFrames.load(ordering: .relaxed)),
       "latency_frames": chain.latencyFrames, "xruns": Int(client.events.xruns.load(ordering: .relaxed)),
-      "dsp_load_percent": Double(client.cpuLoadPercent), "preset": presetName, "muted": muteMode != nil || muted,
+      "dsp_load_percent": Double(client.cpuLoadPercent), "preset": presetName,
+      "muted": muteMode != nil || muted,
       "mute_mode": muteMode ?? (muted ? "ramp" : "none"),
       "cycles": Int(state.cycles.load(ordering: .relaxed)), "chain": stages,
     ]

@@ -136,7 +136,9 @@ public final class ProcessState: @unchecked Sendable {
     } else {
       slot.current()._withUnsafeGuaranteedRef { $0.process(left: left, right: right, frames: n) }
       if let old = fadingOut { crossfade(from: old, left: left, right: right, frames: n) }
-      if (dryMix != 0 || dryGoal != 0) && n <= Self.maxFadeFrames { mixDry(inL, inR, left, right, n, goal: dryGoal) }
+      if (dryMix != 0 || dryGoal != 0) && n <= Self.maxFadeFrames {
+        mixDry(inL, inR, left, right, n, goal: dryGoal)
+      }
     }
     ramp.apply(left: left, right: right, frames: n)
     meters.record(2, left, n)
@@ -155,7 +157,8 @@ extension ProcessState {
   /// - Realtime: safe
   @inline(__always)
   fileprivate func mixDry(
-    _ inL: UnsafeMutablePointer<Float>, _ inR: UnsafeMutablePointer<Float>, _ left: UnsafeMutablePointer<Float>,
+    _ inL: UnsafeMutablePointer<Float>, _ inR: UnsafeMutablePointer<Float>,
+    _ left: UnsafeMutablePointer<Float>,
     _ right: UnsafeMutablePointer<Float>, _ n: Int, goal: Float
   ) {
     let volume = slot.current()._withUnsafeGuaranteedRef { $0.outputVolume }

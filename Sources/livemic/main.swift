@@ -39,7 +39,8 @@ case .ctl(let name, let json, let words) where words.first == "meters" && words.
   while true {
     do {
       let response = try ControlClient.send(["cmd": "meters"], name: name)
-      FileHandle.standardOutput.write(Data(((ControlClient.meterLine(response) ?? ControlClient.human(response).text) + "\n").utf8))
+      FileHandle.standardOutput.write(
+        Data(((ControlClient.meterLine(response) ?? ControlClient.human(response).text) + "\n").utf8))
     } catch {
       fail(error.description, status: 2)
     }

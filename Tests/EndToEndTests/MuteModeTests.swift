@@ -42,10 +42,13 @@ extension EndToEnd {
       #expect(try ctl(["unmute"]).status == 0)
 
       #expect(try ctl(["mute", "--mode", "suspend"]).status == 0)
-      #expect(waitUntil(seconds: 2) { capture.connections(of: "lmclient:out_1").isEmpty }, "suspend deactivates")
+      #expect(
+        waitUntil(seconds: 2) { capture.connections(of: "lmclient:out_1").isEmpty }, "suspend deactivates")
       #expect(try level(after: 100_000) == 0)
       #expect(try ctl(["unmute"]).status == 0)
-      #expect(waitUntil(seconds: 2) { capture.connections(of: "lmclient:out_1") == ["lmcap:in_2"] }, "\(livemic.log)")
+      #expect(
+        waitUntil(seconds: 2) { capture.connections(of: "lmclient:out_1") == ["lmcap:in_2"] },
+        "\(livemic.log)")
       let back = try level(after: 1_300_000)
       #expect(abs(20 * log10(back / input) - -12) < 0.05, "after resume \(back)")
       #expect(livemic.interrupt() == 0)
