@@ -4,6 +4,7 @@
 #include <jack/jack.h>
 #include <jack/metadata.h>
 #include <jack/statistics.h>
+#include <jack/midiport.h>
 #include <jack/ringbuffer.h>
 #include <jack/uuid.h>
 

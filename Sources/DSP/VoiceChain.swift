@@ -28,6 +28,8 @@ public final class VoiceChain: @unchecked Sendable {
   public let targets: ParameterTargets
   /// The parameters in index order.
   public let parameters: [Parameter]
+  /// How many parameters there are (`parameters.count`, readable without touching the array).
+  public let parameterCount: Int
   private let indexByKey: [String: Int]
   /// Index of `output.volume` in `targets`, if the chain has it.
   private let outputVolumeIndex: Int?
@@ -56,6 +58,7 @@ public final class VoiceChain: @unchecked Sendable {
   init(stages: [any ChainStage], parameters: [Parameter], initialValues: [Float]) {
     self.stages = stages
     self.parameters = parameters
+    parameterCount = parameters.count
     self.targets = ParameterTargets(initialValues: initialValues)
     var keys: [String: Int] = [:]
     for p in parameters { keys[p.key] = p.index }

@@ -16,6 +16,7 @@ public enum ControlClient {
     switch (command, rest.count) {
     case ("status", 0), ("unmute", 0), ("connections", 0): return ["cmd": command]
     case ("meters", 0): return ["cmd": "meters"]
+    case ("learn", 1): return ["cmd": "learn", "key": rest[0]]
     case ("meters", 1) where rest[0] == "--once": return ["cmd": "meters"]
     case ("get", 0): return ["cmd": "get"]
     case ("get", 1): return ["cmd": "get", "key": rest[0]]

@@ -18,6 +18,7 @@ extension LiveSession {
       case "unmute": result = unmute(client, state)
       case "route": result = try route(request, client, state)
       case "connections": result = ["connections": connections(client)]
+      case "learn": result = try learn(request, state)
       case "meters":
         // Since the previous read: input left/right, output left/right.
         let m = state.meters.read().map {
@@ -29,13 +30,37 @@ extension LiveSession {
         result = ["input": Array(m[0..<2]), "output": Array(m[2..<4])]
       default:
         throw ControlError(
-          "unknown command '\(command)' (commands: status, get, set, preset, mute, unmute, route, connections, meters)"
+          "unknown command '\(command)' (commands: status, get, set, preset, mute, unmute, route, connections, meters, learn)"
         )
       }
       return Self.encode(["ok": true].merging(result) { a, _ in a })
     } catch {
       return ControlServer.error(error.message)
     }
+  }
+
+  /// Waits (up to 10 s) for a MIDI controller to move on `midi_in` and maps it to the key.
+  private func learn(_ request: [String: JSONValue], _ state: ProcessState) throws(ControlError) -> [String: Any] {
+    guard let key = request["key"]?.string else { throw ControlError("\"learn\" needs a \"key\" string") }
+    guard let p = chain.parameter(key), p.spec.kind != .output else {
+      throw ControlError("'\(key)' is not a settable parameter of the running chain")
+    }
+    let before = state.midi.lastMoved.load(ordering: .relaxed) >> 16
+    let deadline = DispatchTime.now() + .seconds(10)
+    while DispatchTime.now() < deadline {
+      let moved = state.midi.lastMoved.load(ordering: .relaxed)
+      if moved >> 16 != before {
+        let (channel, cc) = (Int(moved >> 8 & 0xFF), Int(moved & 0x7F))
+        let mapping = MidiMapping(cc: cc, channel: channel + 1, key: key)
+        midiMappings.removeAll { $0.cc == cc && ($0.channel == nil || $0.channel == channel + 1) }
+        midiMappings.append(mapping)
+        bindMidi(state)
+        Log.info("MIDI CC \(cc) on channel \(channel + 1) now sets '\(key)'")
+        return ["cc": cc, "channel": channel + 1, "key": key]
+      }
+      usleep(5000)
+    }
+    throw ControlError("no MIDI controller moved on midi_in within 10 s")
   }
 
   private func status(_ client: JackClient, _ state: ProcessState) -> [String: Any] {
@@ -99,7 +124,7 @@ extension LiveSession {
     if action == "save" {
       let path = try PresetWriter.save(
         name, entries: entries, chain: chain, plugins: plugins, route: route?.patterns ?? [],
-        inputRoute: inputRoute?.patterns ?? [])
+        inputRoute: inputRoute?.patterns ?? [], midi: midiMappings)
       Log.info("preset saved to '\(path)'")
       return ["path": path]
     }

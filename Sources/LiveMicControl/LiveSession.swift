@@ -23,6 +23,8 @@ public struct RunOptions: Sendable {
   public var watch = false
   /// Start fully prepared but muted: `ctl unmute` ramps up at once.
   public var startMuted = false
+  /// MIDI CC mappings (`--midi-cc CC[:CHANNEL]=KEY`), added to the preset's.
+  public var midiMappings: [MidiMapping] = []
   /// Where the JSON event stream goes: nil (none), "json" (standard output) or a file path.
   public var events: String?
   /// Output routing preference list (patterns, most preferred first); empty: plain connections.
@@ -33,6 +35,37 @@ public struct RunOptions: Sendable {
   public var onRouteLoss: RouteLossPolicy = .mute
 
   public init() {}
+}
+
+/// A MIDI control-change mapping: controller `cc` (0–127) on `channel` (1–16, nil: any) sets
+/// parameter `key`, scaled to its range.
+///
+/// Thread: any (value type).
+public struct MidiMapping: Sendable, Equatable {
+  public var cc: Int
+  public var channel: Int?
+  public var key: String
+
+  public init(cc: Int, channel: Int?, key: String) {
+    self.cc = cc
+    self.channel = channel
+    self.key = key
+  }
+
+  /// Parses `CC[:CHANNEL]=KEY`.
+  public init?(parsing text: String) {
+    let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
+    guard parts.count == 2 else { return nil }
+    let left = parts[0].split(separator: ":").map(String.init)
+    guard let cc = Int(left[0]), (0...127).contains(cc) else { return nil }
+    var channel: Int?
+    if left.count == 2 {
+      guard let ch = Int(left[1]), (1...16).contains(ch) else { return nil }
+      channel = ch
+    }
+    guard left.count <= 2, !parts[1].isEmpty else { return nil }
+    self.init(cc: cc, channel: channel, key: parts[1])
+  }
 }
 
 /// Why a live session could not start. Each message is one sentence.
@@ -80,6 +113,9 @@ public final class LiveSession: @unchecked Sendable {
   private var control: ControlServer?
   /// Muted (ramped to silence) by the routing policy or the control socket.
   var muted = false
+  /// The MIDI mappings in force (options, preset, learned).
+  var midiMappings: [MidiMapping] = []
+
   /// The mute mode set through the control socket (nil: none).
   var muteMode: String?
   /// True while the client is deactivated by the `suspend` mute mode.
@@ -147,6 +183,8 @@ public final class LiveSession: @unchecked Sendable {
       muted = true
       muteMode = "ramp"
     }
+    midiMappings = preset.midi + options.midiMappings
+    bindMidi(state)
     Log.info(
       "client '\(client.name)' on server '\(serverLabel)': "
         + "\(Int(client.sampleRate)) Hz, \(client.bufferFrames) frames per period, preset '\(preset.name)'")
@@ -208,6 +246,8 @@ public final class LiveSession: @unchecked Sendable {
       let built = try ChainBuilder.build(stages, settings: Self.settings(for: client), strict: true)
       state.slot.crossfade(to: built.chain, running: true)
       (chain, entries, plugins) = (built.chain, stages, built.plugins)
+      midiMappings = preset.midi + options.midiMappings
+      bindMidi(state)
       presetName = preset.name
       presetPath = preset.path
       presetModified = Self.modificationDate(preset.path)
@@ -221,6 +261,19 @@ public final class LiveSession: @unchecked Sendable {
     } catch {
       Log.error("preset not reloaded (\(reason)): \(error.description); the running chain is kept")
       return error.description
+    }
+  }
+
+  /// Maps the MIDI controllers onto the running chain's parameters (after a start, a reload or
+  /// a reconnection); a mapping to a key the chain lacks is reported and skipped.
+  func bindMidi(_ state: ProcessState) {
+    state.midi.clear()
+    for m in midiMappings {
+      guard let p = chain.parameter(m.key), p.spec.kind != .output else {
+        Log.error("MIDI CC \(m.cc) is mapped to '\(m.key)', which the chain has no settable parameter for")
+        continue
+      }
+      state.midi.bind(cc: m.cc, channel: m.channel.map { $0 - 1 }, to: p)
     }
   }
 
@@ -319,6 +372,7 @@ public final class LiveSession: @unchecked Sendable {
       book.restore(client)
       route?.apply(client)
       inputRoute?.apply(client)
+      bindMidi(state)
       suspended = false
       if muteMode == "suspend" { muteMode = "ramp" }  // a new client starts active: keep it silent
       if muteMode == "bypass" { state.dryTarget.store(1, ordering: .relaxed) }

@@ -44,6 +44,8 @@ public struct Preset: Sendable, Equatable {
   public var routeOut: [String] = []
   /// Input routing preference list (`"route": {"in": [pattern, ...]}`).
   public var routeIn: [String] = []
+  /// MIDI CC mappings (`"midi": [{"cc": 7, "channel": 1, "key": "output.volume"}]`).
+  public var midi: [MidiMapping] = []
 
   public init(
     name: String, description: String, volume: Float?, chain: [ChainEntry], path: String? = nil
@@ -105,7 +107,32 @@ extension Preset {
     guard let top = document.object else {
       throw .invalid(path: path, key: "(top level)", reason: "expected a JSON object")
     }
-    try checkKeys(top, allowed: ["name", "description", "volume", "chain", "route"], prefix: "", path: path)
+    try checkKeys(top, allowed: ["name", "description", "volume", "chain", "route", "midi"], prefix: "", path: path)
+    var midi: [MidiMapping] = []
+    if let m = top["midi"] {
+      guard let list = m.array else {
+        throw .invalid(path: path, key: "midi", reason: "expected an array like [{\"cc\": 7, \"key\": \"output.volume\"}]")
+      }
+      for (i, item) in list.enumerated() {
+        let key = "midi[\(i)]"
+        guard let object = item.object else { throw .invalid(path: path, key: key, reason: "expected an object") }
+        try checkKeys(object, allowed: ["cc", "channel", "key"], prefix: key + ".", path: path)
+        guard let cc = object["cc"]?.number, cc == cc.rounded(), (0...127).contains(cc) else {
+          throw .invalid(path: path, key: "\(key).cc", reason: "expected a controller number from 0 to 127")
+        }
+        var channel: Int?
+        if let c = object["channel"] {
+          guard let ch = c.number, ch == ch.rounded(), (1...16).contains(ch) else {
+            throw .invalid(path: path, key: "\(key).channel", reason: "expected a MIDI channel from 1 to 16")
+          }
+          channel = Int(ch)
+        }
+        guard let target = object["key"]?.string, !target.isEmpty else {
+          throw .invalid(path: path, key: "\(key).key", reason: "expected a parameter key such as output.volume")
+        }
+        midi.append(MidiMapping(cc: Int(cc), channel: channel, key: target))
+      }
+    }
     var routeOut: [String] = []
     var routeIn: [String] = []
     if let r = top["route"] {
@@ -164,6 +191,7 @@ extension Preset {
     var preset = Preset(name: name, description: description, volume: volume, chain: chain, path: path)
     preset.routeOut = routeOut
     preset.routeIn = routeIn
+    preset.midi = midi
     do {
       try ChainAssembly.validate(preset.units)
     } catch {

@@ -9,7 +9,7 @@ enum PresetWriter {
   /// Saves to `nameOrPath` (a name goes into the user's preset folder) and returns the path.
   static func save(
     _ nameOrPath: String, entries: [ChainEntry], chain: VoiceChain, plugins: [PluginStage], route: [String],
-    inputRoute: [String] = []
+    inputRoute: [String] = [], midi: [MidiMapping] = []
   ) throws(ControlError) -> String {
     let path: String
     if nameOrPath.contains("/") || nameOrPath.hasSuffix(".json") {
@@ -65,6 +65,13 @@ enum PresetWriter {
     if !route.isEmpty { routes["out"] = route }
     if !inputRoute.isEmpty { routes["in"] = inputRoute }
     if !routes.isEmpty { preset["route"] = routes }
+    if !midi.isEmpty {
+      preset["midi"] = midi.map { m -> [String: Any] in
+        var o: [String: Any] = ["cc": m.cc, "key": m.key]
+        if let ch = m.channel { o["channel"] = ch }
+        return o
+      }
+    }
     guard
       let data = try? JSONSerialization.data(
         withJSONObject: preset, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]),

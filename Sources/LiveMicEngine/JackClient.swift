@@ -25,6 +25,7 @@ public final class JackClient: @unchecked Sendable {
   public let events: EngineEvents
   private(set) var inputPorts: [OpaquePointer] = []
   private(set) var outputPorts: [OpaquePointer] = []
+  private(set) var midiPort: OpaquePointer?
   /// The audio thread's state, once started.
   public private(set) var state: ProcessState?
   private var active = false
@@ -65,14 +66,15 @@ public final class JackClient: @unchecked Sendable {
       outputPorts.append(
         try register("out_\(i)", flags: JackPortIsOutput, pretty: "LiveMic output \(i) (\(side))"))
     }
+    midiPort = try register("midi_in", flags: JackPortIsInput, pretty: "LiveMic MIDI control", type: "8 bit raw midi")
   }
 
-  private func register(_ short: String, flags: JackPortFlags, pretty: String) throws(EngineError)
-    -> OpaquePointer
-  {
+  private func register(
+    _ short: String, flags: JackPortFlags, pretty: String, type: String = "32 bit float mono audio"
+  ) throws(EngineError) -> OpaquePointer {
     guard
       let port = jack_port_register(
-        handle, short, "32 bit float mono audio", UInt(flags.rawValue), 0)
+        handle, short, type, UInt(flags.rawValue), 0)
     else { throw .portRegistration("\(name):\(short)") }
     _ = jack_set_property(
       handle, jack_port_uuid(port), livemic_pretty_name_key(), pretty, "text/plain")
@@ -82,7 +84,7 @@ public final class JackClient: @unchecked Sendable {
   /// Installs the callbacks with `chain` (prepared and warmed at `sampleRate`) and activates.
   public func start(chain: VoiceChain, muted: Bool = false) throws(EngineError) -> ProcessState {
     let state = ProcessState(
-      inputs: inputPorts, outputs: outputPorts, chain: chain, sampleRate: sampleRate)
+      inputs: inputPorts, outputs: outputPorts, midiIn: midiPort, chain: chain, sampleRate: sampleRate)
     if muted { state.ramp.fadeOut() }
     self.state = state
     events.chainLatencyFrames.store(UInt32(chain.latencyFrames), ordering: .relaxed)

@@ -29,6 +29,10 @@ public final class ProcessState: @unchecked Sendable {
   public let cycles = Atomic<UInt64>(0)
   /// Latest buffer size seen by the audio thread.
   public let lastFrames = Atomic<UInt32>(0)
+  /// MIDI control-change mappings applied from `midi_in` every cycle.
+  public let midi = MidiMap()
+  private let midiIn: OpaquePointer?
+
   /// Input and output levels, for `ctl meters`.
   public let meters = Meters()
   /// 1 while the chain is bypassed by the `bypass` mute mode (the dry input passes at the
@@ -50,7 +54,8 @@ public final class ProcessState: @unchecked Sendable {
   private var fadingOut: Unmanaged<VoiceChain>?
   private var fadePosition = 0
 
-  init(inputs: [OpaquePointer], outputs: [OpaquePointer], chain: VoiceChain, sampleRate: Double) {
+  init(inputs: [OpaquePointer], outputs: [OpaquePointer], midiIn: OpaquePointer?, chain: VoiceChain, sampleRate: Double) {
+    self.midiIn = midiIn
     precondition(!inputs.isEmpty && outputs.count == 2)
     self.inputs = inputs
     self.outputs = outputs
@@ -121,6 +126,9 @@ public final class ProcessState: @unchecked Sendable {
       fadeLeft.update(from: inL, count: n)
       fadeRight.update(from: inR, count: n)
       old._withUnsafeGuaranteedRef { $0.process(left: fadeLeft, right: fadeRight, frames: n) }
+    }
+    if let midiIn, let buffer = jack_port_get_buffer(midiIn, frames) {
+      slot.current()._withUnsafeGuaranteedRef { midi.apply(buffer, targets: $0.targets, count: $0.parameterCount) }
     }
     meters.record(0, inL, n)
     meters.record(1, inR, n)

@@ -195,6 +195,12 @@ func parseCommandLine(_ arguments: [String]) throws(UsageError) -> Command {
       case "--plugin": options.plugins.append(try reader.value(for: o))
       case "--watch": options.watch = true
       case "--start-muted": options.startMuted = true
+      case "--midi-cc":
+        let text = try reader.value(for: o)
+        guard let mapping = MidiMapping(parsing: text) else {
+          throw UsageError(message: "--midi-cc takes CC[:CHANNEL]=KEY (e.g. 7=output.volume or 7:1=output.volume), not '\(text)'")
+        }
+        options.midiMappings.append(mapping)
       case "--events": options.events = try reader.value(for: o)
       case "--route-out": options.routeOut.append(try reader.value(for: o))
       case "--route-in": options.routeIn.append(try reader.value(for: o))

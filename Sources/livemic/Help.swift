@@ -28,6 +28,7 @@ let mainHelp = """
                              are parameters ID.SYMBOL (see 'livemic plugins show URI')
         --watch              reload the preset when its file changes (as SIGHUP does)
         --start-muted        start prepared but silent; 'livemic ctl unmute' ramps up
+        --midi-cc CC[:CH]=KEY   map a MIDI controller on midi_in to a parameter (repeatable)
         --events json|PATH   a JSON event stream, one object per line, on stdout or into PATH
         --route-out PATTERN  output routing preference (repeatable, most preferred first): a
                              regular expression over playback port names, e.g. 'USB.*:playback_'
@@ -118,6 +119,7 @@ let ctlHelp = """
     route clear                back to the default route
     connections                every connection of LiveMic's ports
     meters [--once]            input and output peak/RMS (dBFS), about 20 times a second
+    learn KEY                  map the next MIDI controller that moves (on midi_in) to KEY
   --json prints the raw response line. See docs/control.md.
   """
 

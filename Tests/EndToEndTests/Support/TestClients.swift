@@ -45,7 +45,22 @@ final class TestClient: @unchecked Sendable {
   /// Set to make the process callback sleep this long (µs) each cycle, to cause xruns.
   let sleepMicroseconds = Atomic<Int>(0)
 
-  init(name: String, server: String, signal: TestSignal?, captureChannels: Int, seconds: Double = 12) throws {
+  /// A MIDI output port (`midi_out`) when the client was made with `midi: true`.
+  private var midiPort: OpaquePointer?
+  /// A control change waiting to be sent (status << 16 | cc << 8 | value), 0 for none.
+  private let pendingMidi = Atomic<UInt32>(0)
+
+  /// Sends one control change from `midi_out` in the next cycle (channel 1–16).
+  func sendControlChange(channel: Int, cc: Int, value: Int) {
+    let status = UInt32(0xB0 | (channel - 1))
+    pendingMidi.store(status << 16 | UInt32(cc) << 8 | UInt32(value), ordering: .releasing)
+    _ = waitUntil(seconds: 2) { pendingMidi.load(ordering: .acquiring) == 0 }
+  }
+
+  init(
+    name: String, server: String, signal: TestSignal?, captureChannels: Int, seconds: Double = 12,
+    midi: Bool = false
+  ) throws {
     var status = jack_status_t(rawValue: 0)
     guard let h = livemic_client_open(name, JackNoStartServer, server, &status) else {
       throw HarnessError(
@@ -57,6 +72,9 @@ final class TestClient: @unchecked Sendable {
     sampleRate = Double(jack_get_sample_rate(h))
     capacity = Int(seconds * sampleRate)
     frameTimes = .allocate(capacity: capacity)
+    if midi {
+      midiPort = jack_port_register(h, "midi_out", "8 bit raw midi", UInt(JackPortIsOutput.rawValue), 0)
+    }
     if signal != nil {
       outputPort = jack_port_register(h, "out", "32 bit float mono audio", UInt(JackPortIsOutput.rawValue), 0)
     }
@@ -98,6 +116,14 @@ final class TestClient: @unchecked Sendable {
   private func process(_ frames: jack_nframes_t) -> Int32 {
     let t = jack_last_frame_time(handle)
     let n = Int(frames)
+    if let midiPort, let buffer = jack_port_get_buffer(midiPort, frames) {
+      jack_midi_clear_buffer(buffer)
+      let message = pendingMidi.exchange(0, ordering: .acquiringAndReleasing)
+      if message != 0 {
+        var bytes: [UInt8] = [UInt8(message >> 16 & 0xFF), UInt8(message >> 8 & 0x7F), UInt8(message & 0x7F)]
+        _ = jack_midi_event_write(buffer, 0, &bytes, 3)
+      }
+    }
     if let outputPort, let signal, let out = jack_port_get_buffer(outputPort, frames) {
       let o = out.assumingMemoryBound(to: Float.self)
       for i in 0..<n { o[i] = signal.value(atFrame: t &+ UInt32(i), sampleRate: sampleRate) }
