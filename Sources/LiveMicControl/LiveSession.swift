@@ -456,6 +456,7 @@ public final class LiveSession: @unchecked Sendable {
     var bufferFrames = events.bufferFrames.load(ordering: .relaxed)
     var sampleRate = events.sampleRate.load(ordering: .relaxed)
     var freewheeling = false
+    xrunHistory.removeAll()  // a new client counts from zero
     while true {
       _ = events.wake.wait(timeout: .now() + .seconds(1))
       if stopRequested.load(ordering: .acquiring) {
@@ -487,7 +488,7 @@ public final class LiveSession: @unchecked Sendable {
           "health",
           [
             "dsp_load_percent": .double(Double(client.cpuLoadPercent)), "xruns": .int(Int(xrunsNow)),
-            "xruns_last_minute": .int(Int(xrunsNow - (xrunHistory.first?.total ?? xrunsNow))),
+            "xruns_last_minute": .int(Int(xrunsNow - min(xrunHistory.first?.total ?? xrunsNow, xrunsNow))),
             "cycles": .int(Int(state.cycles.load(ordering: .relaxed))), "stages": .string(stageSummary()),
           ])
       }

@@ -101,7 +101,7 @@ extension EndToEnd {
         "{\"cmd\":\"set\",\"key\":\"output.volume\",\"value\":\"x\"}",
         "{\"cmd\":\"set\",\"key\":\"output.volume\",\"value\":1e99}",
         "{\"cmd\":\"route\",\"action\":\"override\",\"ports\":7}",
-        "{\"cmd\":\"preset\",\"action\":\"save\"}", "{\"cmd\":\"mute\",\"mode\":\"suspend\"}",
+        "{\"cmd\":\"preset\",\"action\":\"save\"}", "{\"cmd\":\"mute\",\"mode\":\"loud\"}",
         "\u{1}\u{2}\u{3}",
       ]
       var lines: [String] = []
