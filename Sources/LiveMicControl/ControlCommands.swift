@@ -40,7 +40,9 @@ extension LiveSession {
   }
 
   /// Waits (up to 10 s) for a MIDI controller to move on `midi_in` and maps it to the key.
-  private func learn(_ request: [String: JSONValue], _ state: ProcessState) throws(ControlError) -> [String: Any] {
+  private func learn(_ request: [String: JSONValue], _ state: ProcessState) throws(ControlError) -> [String:
+    Any]
+  {
     guard let key = request["key"]?.string else { throw ControlError("\"learn\" needs a \"key\" string") }
     guard let p = chain.parameter(key), p.spec.kind != .output else {
       throw ControlError("'\(key)' is not a settable parameter of the running chain")

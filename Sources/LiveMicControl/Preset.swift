@@ -107,15 +107,19 @@ extension Preset {
     guard let top = document.object else {
       throw .invalid(path: path, key: "(top level)", reason: "expected a JSON object")
     }
-    try checkKeys(top, allowed: ["name", "description", "volume", "chain", "route", "midi"], prefix: "", path: path)
+    try checkKeys(
+      top, allowed: ["name", "description", "volume", "chain", "route", "midi"], prefix: "", path: path)
     var midi: [MidiMapping] = []
     if let m = top["midi"] {
       guard let list = m.array else {
-        throw .invalid(path: path, key: "midi", reason: "expected an array like [{\"cc\": 7, \"key\": \"output.volume\"}]")
+        throw .invalid(
+          path: path, key: "midi", reason: "expected an array like [{\"cc\": 7, \"key\": \"output.volume\"}]")
       }
       for (i, item) in list.enumerated() {
         let key = "midi[\(i)]"
-        guard let object = item.object else { throw .invalid(path: path, key: key, reason: "expected an object") }
+        guard let object = item.object else {
+          throw .invalid(path: path, key: key, reason: "expected an object")
+        }
         try checkKeys(object, allowed: ["cc", "channel", "key"], prefix: key + ".", path: path)
         guard let cc = object["cc"]?.number, cc == cc.rounded(), (0...127).contains(cc) else {
           throw .invalid(path: path, key: "\(key).cc", reason: "expected a controller number from 0 to 127")
@@ -128,7 +132,8 @@ extension Preset {
           channel = Int(ch)
         }
         guard let target = object["key"]?.string, !target.isEmpty else {
-          throw .invalid(path: path, key: "\(key).key", reason: "expected a parameter key such as output.volume")
+          throw .invalid(
+            path: path, key: "\(key).key", reason: "expected a parameter key such as output.volume")
         }
         midi.append(MidiMapping(cc: Int(cc), channel: channel, key: target))
       }

@@ -66,7 +66,8 @@ public final class JackClient: @unchecked Sendable {
       outputPorts.append(
         try register("out_\(i)", flags: JackPortIsOutput, pretty: "LiveMic output \(i) (\(side))"))
     }
-    midiPort = try register("midi_in", flags: JackPortIsInput, pretty: "LiveMic MIDI control", type: "8 bit raw midi")
+    midiPort = try register(
+      "midi_in", flags: JackPortIsInput, pretty: "LiveMic MIDI control", type: "8 bit raw midi")
   }
 
   private func register(

@@ -61,7 +61,9 @@ public final class MidiMap: @unchecked Sendable {
     guard events > 0 else { return }
     var event = jack_midi_event_t()
     for i in 0..<events {
-      guard jack_midi_event_get(&event, buffer, i) == 0, event.size >= 3, let data = event.buffer else { continue }
+      guard jack_midi_event_get(&event, buffer, i) == 0, event.size >= 3, let data = event.buffer else {
+        continue
+      }
       let status = data[0]
       guard status & 0xF0 == 0xB0 else { continue }
       let channel = Int(status & 0x0F)

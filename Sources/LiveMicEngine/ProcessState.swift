@@ -54,7 +54,10 @@ public final class ProcessState: @unchecked Sendable {
   private var fadingOut: Unmanaged<VoiceChain>?
   private var fadePosition = 0
 
-  init(inputs: [OpaquePointer], outputs: [OpaquePointer], midiIn: OpaquePointer?, chain: VoiceChain, sampleRate: Double) {
+  init(
+    inputs: [OpaquePointer], outputs: [OpaquePointer], midiIn: OpaquePointer?, chain: VoiceChain,
+    sampleRate: Double
+  ) {
     self.midiIn = midiIn
     precondition(!inputs.isEmpty && outputs.count == 2)
     self.inputs = inputs
@@ -128,7 +131,9 @@ public final class ProcessState: @unchecked Sendable {
       old._withUnsafeGuaranteedRef { $0.process(left: fadeLeft, right: fadeRight, frames: n) }
     }
     if let midiIn, let buffer = jack_port_get_buffer(midiIn, frames) {
-      slot.current()._withUnsafeGuaranteedRef { midi.apply(buffer, targets: $0.targets, count: $0.parameterCount) }
+      slot.current()._withUnsafeGuaranteedRef {
+        midi.apply(buffer, targets: $0.targets, count: $0.parameterCount)
+      }
     }
     meters.record(0, inL, n)
     meters.record(1, inR, n)

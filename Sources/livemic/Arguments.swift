@@ -198,7 +198,9 @@ func parseCommandLine(_ arguments: [String]) throws(UsageError) -> Command {
       case "--midi-cc":
         let text = try reader.value(for: o)
         guard let mapping = MidiMapping(parsing: text) else {
-          throw UsageError(message: "--midi-cc takes CC[:CHANNEL]=KEY (e.g. 7=output.volume or 7:1=output.volume), not '\(text)'")
+          throw UsageError(
+            message:
+              "--midi-cc takes CC[:CHANNEL]=KEY (e.g. 7=output.volume or 7:1=output.volume), not '\(text)'")
         }
         options.midiMappings.append(mapping)
       case "--events": options.events = try reader.value(for: o)

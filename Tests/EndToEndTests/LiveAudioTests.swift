@@ -29,7 +29,8 @@ extension EndToEnd {
 
     @Test("flat: a known signal comes out bit-identical and in the same cycle")
     func flatIsBitIdenticalSameCycle() throws {
-      let (server, generator, capture, livemic) = try Self.rig(["-p", "flat"], signal: .frameCode, period: 256)
+      let (server, generator, capture, livemic) = try Self.rig(
+        ["-p", "flat"], signal: .frameCode, period: 256)
       // Wait out the 1 s start ramp, then record half a second.
       usleep(1_300_000)
       let start = try capture.recordWithoutXrun(frames: 24000)

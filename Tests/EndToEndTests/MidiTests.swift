@@ -15,7 +15,8 @@ extension EndToEnd {
       let (server, generator, capture, livemic) = try LiveAudioTests.rig(
         ["-p", "flat", "--midi-cc", "7:1=output.volume"], signal: .sine(frequencyHz: 500, amplitude: 0.2),
         guardOutput: counters, environment: env)
-      let controller = try TestClient(name: "lmmidi", server: server.name, signal: nil, captureChannels: 0, midi: true)
+      let controller = try TestClient(
+        name: "lmmidi", server: server.name, signal: nil, captureChannels: 0, midi: true)
       try controller.connect("lmmidi:midi_out", "lmclient:midi_in")
       func level() throws -> Double {
         usleep(300_000)  // parameter smoothing
