@@ -1,14 +1,12 @@
 import DSP
 import Synchronization
 
-/// Holds the chain the audio thread runs. A new chain is published with one atomic exchange;
-/// the old one is released off the audio thread once the audio thread has moved past it.
+/// Holds the chain the audio thread runs. A new chain is handed over with one atomic exchange
+/// (and crossfaded in); the old one comes back to be released off the audio thread.
 ///
 /// Thread: `current` on the audio thread; `publish` and `release` on the control side.
 public final class ChainSlot: @unchecked Sendable {
   private let pointer = Atomic<UInt>(0)
-  /// Incremented by the audio thread at the end of every cycle.
-  private let cycles = Atomic<UInt64>(0)
   /// A retained chain waiting to be crossfaded in (control → audio).
   private let incoming = Atomic<UInt>(0)
   /// The chain faded out, handed back for release (audio → control).
@@ -77,35 +75,12 @@ public final class ChainSlot: @unchecked Sendable {
     return Unmanaged<VoiceChain>.fromOpaque(UnsafeRawPointer(bitPattern: raw)!)
   }
 
-  /// Marks the end of a cycle: chains published before this point are no longer in use.
-  /// - Realtime: safe
-  @inline(__always)
-  public func cycleFinished() { cycles.add(1, ordering: .releasing) }
-
-  /// Cycles completed so far.
-  public var cycleCount: UInt64 { cycles.load(ordering: .acquiring) }
-
-  /// Publishes `chain` (already prepared and warmed) and returns the previous one, still
-  /// retained: pass it to `retire` to free it off the audio thread. Thread: control.
-  public func publish(_ chain: VoiceChain) -> Unmanaged<VoiceChain> {
+  /// Swaps in `chain` at once and returns the previous one, still retained. Only while the
+  /// audio thread is not running (see `crossfade`). Thread: control.
+  func publish(_ chain: VoiceChain) -> Unmanaged<VoiceChain> {
     let raw = UInt(bitPattern: Unmanaged.passRetained(chain).toOpaque())
     let old = pointer.exchange(raw, ordering: .acquiringAndReleasing)
     return Unmanaged.fromOpaque(UnsafeRawPointer(bitPattern: old)!)
-  }
-
-  /// Frees a chain returned by `publish` once the audio thread has finished two more cycles
-  /// (or at once when `running` is false). Blocks the calling (control) thread up to
-  /// `timeoutMilliseconds`.
-  public func retire(_ old: Unmanaged<VoiceChain>, running: Bool, timeoutMilliseconds: Int = 2000) {
-    if running {
-      let start = cycleCount
-      var waited = 0
-      while cycleCount < start + 2 && waited < timeoutMilliseconds {
-        usleep(1000)
-        waited += 1
-      }
-    }
-    old.release()
   }
 }
 

@@ -88,7 +88,6 @@ public final class ProcessState: @unchecked Sendable {
     mixDry(fadeLeft, fadeRight, fadeLeft, fadeRight, n, goal: 0)
     _ = meters.read()
     lastFrames.store(UInt32(n), ordering: .relaxed)
-    slot.cycleFinished()
     _ = slot.beginSwap()
     _ = sinf(Float(n)) + cosf(Float(n))
   }
@@ -159,7 +158,6 @@ public final class ProcessState: @unchecked Sendable {
     meters.finishCycle(n)
     lastFrames.store(frames, ordering: .relaxed)
     cycles.add(1, ordering: .relaxed)
-    slot.cycleFinished()
     return 0
   }
 }
