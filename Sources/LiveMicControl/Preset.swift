@@ -215,6 +215,27 @@ extension Preset {
     }
   }
 
+  /// The `id` (default `defaultId`) and `bypass` (default false) every chain entry may have.
+  private static func idAndBypass(
+    _ object: [String: JSONValue], defaultId: String, key: String, path: String
+  ) throws(PresetError) -> (String, Bool) {
+    var id = defaultId
+    if let i = object["id"] {
+      guard let text = i.string else {
+        throw .invalid(path: path, key: "\(key).id", reason: "expected a string")
+      }
+      id = text
+    }
+    var bypassed = false
+    if let b = object["bypass"] {
+      guard let flag = b.bool else {
+        throw .invalid(path: path, key: "\(key).bypass", reason: "expected true or false")
+      }
+      bypassed = flag
+    }
+    return (id, bypassed)
+  }
+
   /// An LV2 entry: `{"lv2": URI, "id": ..., "params": {symbol: value}, "preset": ..., "bypass": ...}`.
   /// Symbols and ranges are checked when the plugin is instantiated (it needs the plugin's data).
   private static func plugin(_ entry: JSONValue, key: String, path: String) throws(PresetError) -> ChainEntry
@@ -235,20 +256,8 @@ extension Preset {
     guard let uri = object["lv2"]?.string, !uri.isEmpty else {
       throw .invalid(path: path, key: "\(key).lv2", reason: "expected the plugin's URI")
     }
-    var id = PluginIdentifiers.suggestedId(for: uri)
-    if let i = object["id"] {
-      guard let text = i.string else {
-        throw .invalid(path: path, key: "\(key).id", reason: "expected a string")
-      }
-      id = text
-    }
-    var bypassed = false
-    if let b = object["bypass"] {
-      guard let flag = b.bool else {
-        throw .invalid(path: path, key: "\(key).bypass", reason: "expected true or false")
-      }
-      bypassed = flag
-    }
+    let (id, bypassed) = try idAndBypass(
+      object, defaultId: PluginIdentifiers.suggestedId(for: uri), key: key, path: path)
     var preset: String?
     if let p = object["preset"] {
       guard let text = p.string else {
@@ -288,20 +297,7 @@ extension Preset {
     guard let unit = BuiltinUnits.type(named: type) else {
       throw .invalid(path: path, key: "\(key).unit", reason: "unknown unit '\(type)' (known: \(known))")
     }
-    var id = type
-    if let i = object["id"] {
-      guard let text = i.string else {
-        throw .invalid(path: path, key: "\(key).id", reason: "expected a string")
-      }
-      id = text
-    }
-    var bypassed = false
-    if let b = object["bypass"] {
-      guard let flag = b.bool else {
-        throw .invalid(path: path, key: "\(key).bypass", reason: "expected true or false")
-      }
-      bypassed = flag
-    }
+    let (id, bypassed) = try idAndBypass(object, defaultId: type, key: key, path: path)
     var values: [String: Float] = [:]
     if let p = object["params"] {
       guard let params = p.object else {
