@@ -11,6 +11,7 @@ let package = Package(
     .systemLibrary(name: "CJack", pkgConfig: "jack", providers: [.apt(["libjack-jackd2-dev"])]),
     .systemLibrary(name: "CSndfile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
     .systemLibrary(name: "CLilv", pkgConfig: "lilv-0", providers: [.apt(["liblilv-dev", "lv2-dev"])]),
+    .systemLibrary(name: "CLo", pkgConfig: "liblo", providers: [.apt(["liblo-dev"])]),
     // The C half of LV2 hosting: the variadic log functions and a lock-free log queue.
     .target(name: "CLV2Support"),
 
@@ -24,7 +25,7 @@ let package = Package(
     .target(name: "LV2Host", dependencies: ["DSP", "CLilv", "CLV2Support", "CJack"]),
 
     // The supervisor/control layer: presets, offline rendering, benchmark. Never real-time.
-    .target(name: "LiveMicControl", dependencies: ["LiveMicEngine", "LV2Host", "DSP", "CSndfile"]),
+    .target(name: "LiveMicControl", dependencies: ["LiveMicEngine", "LV2Host", "DSP", "CSndfile", "CLo"]),
 
     // Argument parsing and wiring only.
     .executableTarget(name: "livemic", dependencies: ["LiveMicControl"]),

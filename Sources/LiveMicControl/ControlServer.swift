@@ -138,6 +138,12 @@ final class ControlServer: @unchecked Sendable {
     }
     guard let object = value.object else { return Self.error("the request must be a JSON object") }
     guard object["cmd"]?.string != nil else { return Self.error("the request has no \"cmd\" string") }
+    return submit(object)
+  }
+
+  /// Hands a request to the supervisor and waits for its answer (any thread but the
+  /// supervisor's: the OSC door uses it too).
+  func submit(_ object: [String: JSONValue]) -> String {
     let request = Pending(object)
     queue.withLock { $0.append(request) }
     wake.signal()

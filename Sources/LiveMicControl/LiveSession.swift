@@ -23,6 +23,9 @@ public struct RunOptions: Sendable {
   public var watch = false
   /// Start fully prepared but muted: `ctl unmute` ramps up at once.
   public var startMuted = false
+  /// OSC port (nil: no OSC) and the address it listens on (loopback by default).
+  public var oscPort: Int?
+  public var oscHost = "127.0.0.1"
   /// MIDI CC mappings (`--midi-cc CC[:CHANNEL]=KEY`), added to the preset's.
   public var midiMappings: [MidiMapping] = []
   /// Where the JSON event stream goes: nil (none), "json" (standard output) or a file path.
@@ -77,6 +80,7 @@ public enum SessionError: Error, CustomStringConvertible {
   case plugin(id: String, PluginError)
   case events(path: String)
   case control(path: String, reason: String)
+  case osc(reason: String)
 
   public var description: String {
     switch self {
@@ -87,6 +91,7 @@ public enum SessionError: Error, CustomStringConvertible {
     case .plugin(let id, let e): return "plugin stage '\(id)': \(e.description)"
     case .events(let path): return "cannot write the event stream to '\(path)'"
     case .control(let path, let reason): return "cannot serve the control socket '\(path)': \(reason)"
+    case .osc(let reason): return "cannot serve OSC: \(reason)"
     }
   }
 }
@@ -217,6 +222,14 @@ public final class LiveSession: @unchecked Sendable {
       Log.error(error.description + "; running without it")
     }
     defer { control?.shutdown() }
+    var osc: OscServer?
+    if let port = options.oscPort, let control {
+      do {
+        osc = try OscServer(host: options.oscHost, port: port, control: control)
+        Log.info("OSC on \(options.oscHost):\(port) (/livemic/...)")
+      } catch { Log.error(error.description + "; running without it") }
+    }
+    defer { osc?.shutdown() }
     while true {
       switch supervise(client, state: state) {
       case .stop:

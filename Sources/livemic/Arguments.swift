@@ -195,6 +195,8 @@ func parseCommandLine(_ arguments: [String]) throws(UsageError) -> Command {
       case "--plugin": options.plugins.append(try reader.value(for: o))
       case "--watch": options.watch = true
       case "--start-muted": options.startMuted = true
+      case "--osc": options.oscPort = try reader.int(for: o, in: 1...65535)
+      case "--osc-host": options.oscHost = try reader.value(for: o)
       case "--midi-cc":
         let text = try reader.value(for: o)
         guard let mapping = MidiMapping(parsing: text) else {

@@ -29,6 +29,8 @@ let mainHelp = """
         --watch              reload the preset when its file changes (as SIGHUP does)
         --start-muted        start prepared but silent; 'livemic ctl unmute' ramps up
         --midi-cc CC[:CH]=KEY   map a MIDI controller on midi_in to a parameter (repeatable)
+        --osc PORT           accept OSC control messages on UDP PORT (see docs/control.md)
+        --osc-host ADDRESS   the address OSC listens on (default 127.0.0.1)
         --events json|PATH   a JSON event stream, one object per line, on stdout or into PATH
         --route-out PATTERN  output routing preference (repeatable, most preferred first): a
                              regular expression over playback port names, e.g. 'USB.*:playback_'

@@ -1,0 +1,125 @@
+import CLo
+import Foundation
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// The OSC door to the control API (off by default; `--osc PORT`): a UDP socket bound to
+/// 127.0.0.1 (or `--osc-host`), each datagram decoded with liblo and turned into the same
+/// request the control socket takes, answered on the supervisor's thread. The answer goes
+/// back to the sender as `/livemic/reply s` (the JSON response line). Undecodable datagrams and
+/// unknown paths are ignored (answered with an error reply where the message decoded).
+///
+/// Paths: `/livemic/set s f`, `/livemic/UNIT/PARAM f` (the key `UNIT.PARAM`), `/livemic/preset s`,
+/// `/livemic/mute [s]`, `/livemic/unmute`, `/livemic/status`. Never real-time.
+final class OscServer: @unchecked Sendable {
+  private let fd: Int32
+  private let control: ControlServer
+  let port: Int
+
+  init(host: String, port: Int, control: ControlServer) throws(SessionError) {
+    self.control = control
+    self.port = port
+    fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    guard fd >= 0, inet_pton(AF_INET, host, &address.sin_addr) == 1 else {
+      throw .osc(reason: "'\(host)' is not an IPv4 address")
+    }
+    let bound = withUnsafePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+      }
+    }
+    guard bound == 0 else {
+      close(fd)
+      throw .osc(reason: "cannot listen on \(host):\(port) (\(String(cString: strerror(errno))))")
+    }
+    let thread = Thread { [unowned self] in self.loop() }
+    thread.name = "livemic-osc"
+    thread.start()
+  }
+
+  func shutdown() {
+    Glibc.shutdown(fd, Int32(SHUT_RDWR))
+    close(fd)
+  }
+
+  private func loop() {
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    while true {
+      var sender = sockaddr_storage()
+      var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+      let n = withUnsafeMutablePointer(to: &sender) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+          recvfrom(fd, &buffer, buffer.count, 0, $0, &length)
+        }
+      }
+      if n < 0 && errno == EINTR { continue }
+      if n <= 0 { return }
+      guard let request = decode(&buffer, n) else { continue }
+      let reply =
+        request.isEmpty ? ControlServer.error("unknown OSC path or arguments") : control.submit(request)
+      send(reply, to: &sender, length: length)
+    }
+  }
+
+  /// The control request an OSC message stands for; nil when the datagram is not OSC, empty
+  /// when it is OSC but not a LiveMic message.
+  private func decode(_ buffer: inout [UInt8], _ size: Int) -> [String: JSONValue]? {
+    var result: Int32 = 0
+    guard
+      let path = buffer.withUnsafeMutableBytes({ lo_get_path($0.baseAddress, size) }).map({
+        String(cString: $0)
+      }),
+      let message = buffer.withUnsafeMutableBytes({ lo_message_deserialise($0.baseAddress, size, &result) })
+    else { return nil }
+    defer { lo_message_free(message) }
+    let types = lo_message_get_types(message).map { String(cString: $0) } ?? ""
+    let argv = lo_message_get_argv(message)
+    func arg(_ i: Int) -> JSONValue? {
+      guard i < types.count, let argv, let a = argv[i] else { return nil }
+      switch Array(types)[i] {
+      case "f": return .number(Double(a.pointee.f))
+      case "d": return .number(a.pointee.d)
+      case "i": return .number(Double(a.pointee.i))
+      case "s", "S": return .string(String(cString: UnsafeRawPointer(a).assumingMemoryBound(to: CChar.self)))
+      default: return nil
+      }
+    }
+    let parts = path.split(separator: "/").map(String.init)
+    guard parts.first == "livemic", parts.count >= 2 else { return [:] }
+    switch (parts[1], parts.count) {
+    case ("set", 2):
+      guard let key = arg(0)?.string, let value = arg(1), value.number != nil else { return [:] }
+      return ["cmd": .string("set"), "key": .string(key), "value": value]
+    case ("preset", 2):
+      guard let name = arg(0)?.string else { return [:] }
+      return ["cmd": .string("preset"), "action": .string("load"), "name": .string(name)]
+    case ("mute", 2):
+      return ["cmd": .string("mute"), "mode": arg(0) ?? .string("ramp")]
+    case ("unmute", 2), ("status", 2):
+      return ["cmd": .string(parts[1])]
+    case (_, 3...):
+      guard let value = arg(0), value.number != nil else { return [:] }
+      return ["cmd": .string("set"), "key": .string(parts[1...].joined(separator: ".")), "value": value]
+    default:
+      return [:]
+    }
+  }
+
+  /// Sends `/livemic/reply s` with the response line back to the sender.
+  private func send(_ reply: String, to sender: inout sockaddr_storage, length: socklen_t) {
+    guard let message = lo_message_new() else { return }
+    defer { lo_message_free(message) }
+    lo_message_add_string(message, reply)
+    var size = 0
+    guard let data = lo_message_serialise(message, "/livemic/reply", nil, &size) else { return }
+    defer { free(data) }
+    _ = withUnsafePointer(to: &sender) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(fd, data, size, 0, $0, length) }
+    }
+  }
+}
