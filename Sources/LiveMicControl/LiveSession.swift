@@ -169,6 +169,9 @@ public final class LiveSession: @unchecked Sendable {
   public func run() throws(SessionError) -> Int32 {
     let (preset, stages) = try Self.stages(for: options)
     stream = try EventStream(destination: options.events)
+    // Before anything that logs: a SIGINT sent as soon as the log says LiveMic runs must not
+    // meet the default disposition (or an ignored signal between the two).
+    installSignalHandlers()
     JackMessages.install()
     var client: JackClient
     do {
@@ -217,7 +220,6 @@ public final class LiveSession: @unchecked Sendable {
         "latency_frames": .int(chain.latencyFrames),
       ])
     stream.emit("preset-loaded", ["name": .string(preset.name), "reason": .string("start")])
-    installSignalHandlers()
     do { control = try ControlServer(name: client.name, wake: wake) } catch {
       Log.error(error.description + "; running without it")
     }
