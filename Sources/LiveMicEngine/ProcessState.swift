@@ -85,7 +85,7 @@ public final class ProcessState: @unchecked Sendable {
       state.ramp.rewind()
     }
     meters.record(0, fadeLeft, n)
-    mixDry(fadeLeft, fadeRight, fadeLeft, fadeRight, n, goal: 0)
+    mixDry(fadeLeft, fadeRight, fadeLeft, fadeRight, n, goal: 0, volume: 1)
     _ = meters.read()
     lastFrames.store(UInt32(n), ordering: .relaxed)
     _ = slot.beginSwap()
@@ -129,27 +129,28 @@ public final class ProcessState: @unchecked Sendable {
       fadeRight.update(from: inR, count: n)
       old._withUnsafeGuaranteedRef { $0.process(left: fadeLeft, right: fadeRight, frames: n) }
     }
+    // The chain of this cycle, loaded once (a swap above already happened).
+    let chain = slot.current()
     if let midiIn, let buffer = jack_port_get_buffer(midiIn, frames) {
-      slot.current()._withUnsafeGuaranteedRef {
-        midi.apply(buffer, targets: $0.targets, count: $0.parameterCount)
-      }
+      chain._withUnsafeGuaranteedRef { midi.apply(buffer, targets: $0.targets, count: $0.parameterCount) }
     }
     meters.record(0, inL, n)
     meters.record(1, inR, n)
     let dryGoal: Float = dryTarget.load(ordering: .relaxed) == 1 ? 1 : 0
     if dryMix == 1 && dryGoal == 1 && n <= Self.maxFadeFrames {
       // Bypassed: the dry input at the output volume, the chain not run.
-      let volume = slot.current()._withUnsafeGuaranteedRef { $0.outputVolume }
+      let volume = chain._withUnsafeGuaranteedRef { $0.outputVolume }
       for f in 0..<n {
         let (l, r) = (left[f], right[f])
         left[f] = l * volume
         right[f] = r * volume
       }
     } else {
-      slot.current()._withUnsafeGuaranteedRef { $0.process(left: left, right: right, frames: n) }
+      chain._withUnsafeGuaranteedRef { $0.process(left: left, right: right, frames: n) }
       if let old = fadingOut { crossfade(from: old, left: left, right: right, frames: n) }
       if (dryMix != 0 || dryGoal != 0) && n <= Self.maxFadeFrames {
-        mixDry(inL, inR, left, right, n, goal: dryGoal)
+        let volume = chain._withUnsafeGuaranteedRef { $0.outputVolume }
+        mixDry(inL, inR, left, right, n, goal: dryGoal, volume: volume)
       }
     }
     ramp.apply(left: left, right: right, frames: n)
@@ -170,9 +171,8 @@ extension ProcessState {
   fileprivate func mixDry(
     _ inL: UnsafeMutablePointer<Float>, _ inR: UnsafeMutablePointer<Float>,
     _ left: UnsafeMutablePointer<Float>,
-    _ right: UnsafeMutablePointer<Float>, _ n: Int, goal: Float
+    _ right: UnsafeMutablePointer<Float>, _ n: Int, goal: Float, volume: Float
   ) {
-    let volume = slot.current()._withUnsafeGuaranteedRef { $0.outputVolume }
     let step = 1 / Float(fadeLength)
     var m = dryMix
     for f in 0..<n {

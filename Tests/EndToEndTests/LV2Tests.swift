@@ -344,24 +344,14 @@ extension EndToEnd {
       let output = folder.appendingPathComponent("rt.txt")
       let server = try JackServer()
       let probe = try TestClient(name: "lmprobe", server: server.name, signal: nil, captureChannels: 0)
-      let process = Process()
-      process.executableURL = Paths.rtcheck
-      process.arguments =
-        ["-o", output.path, "--", Paths.livemic.path, "-s", server.name, "-n", "lmrtcheck", "-p", "voice"]
-        + Self.guardedPlugins
-      process.environment = Paths.childEnvironment()
-      process.standardError = FileHandle.nullDevice
-      process.standardOutput = FileHandle.nullDevice
-      try process.run()
-      func cycles() -> Int { Int(RealtimeGuard.counters(output)["cycles"] ?? "0") ?? 0 }
+      let run = try RtcheckRun(
+        ["-s", server.name, "-n", "lmrtcheck", "-p", "voice"] + Self.guardedPlugins, output: output)
+      func cycles() -> Int { run.cycles }
       #expect(waitUntil(seconds: 30) { cycles() >= 2000 }, "only \(cycles()) cycles")
       let result = RealtimeGuard.counters(output)
       Self.measured("rtcheck with eg-amp + dpl + MDA Delay: \(result.sorted { $0.key < $1.key })")
       RealtimeGuard.expectNothingCounted(output, "rtcheck")
-      kill(-process.processIdentifier, SIGINT)
-      _ = waitUntil(seconds: 10) { !process.isRunning }
-      if process.isRunning { kill(-process.processIdentifier, SIGKILL) }
-      process.waitUntilExit()
+      run.stop()
       probe.close()
       server.stop()
     }

@@ -43,27 +43,14 @@ extension EndToEnd {
       let output = folder.appendingPathComponent("rt.txt")
       let server = try JackServer()
       let probe = try TestClient(name: "lmprobe", server: server.name, signal: nil, captureChannels: 0)
-      let process = Process()
-      // Foundation starts the child as a process-group leader, so signalling the group reaches
-      // livemic under rtcheck's shell script.
-      process.executableURL = Paths.rtcheck
-      process.arguments = [
-        "-o", output.path, "--", Paths.livemic.path, "-s", server.name, "-n", "lmrtcheck", "-p", "voice",
-      ]
-      process.environment = Paths.childEnvironment()
-      process.standardError = FileHandle.nullDevice
-      process.standardOutput = FileHandle.nullDevice
-      try process.run()
-      func cycles() -> Int { Int(RealtimeGuard.counters(output)["cycles"] ?? "0") ?? 0 }
+      let run = try RtcheckRun(["-s", server.name, "-n", "lmrtcheck", "-p", "voice"], output: output)
+      func cycles() -> Int { run.cycles }
       #expect(waitUntil(seconds: 30) { cycles() >= 2000 }, "only \(cycles()) cycles")
       #expect(probe.setBufferSize(256) == 0)
       let atChange = cycles()
       #expect(waitUntil(seconds: 20) { cycles() >= atChange + 400 })
       RealtimeGuard.expectNothingCounted(output, "rtcheck")
-      kill(-process.processIdentifier, SIGINT)
-      _ = waitUntil(seconds: 10) { !process.isRunning }
-      if process.isRunning { kill(-process.processIdentifier, SIGKILL) }
-      process.waitUntilExit()  // rtcheck's shell dies of the SIGINT too; livemic stops cleanly
+      run.stop()
       probe.close()
       server.stop()
     }

@@ -138,3 +138,32 @@ enum RealtimeGuard {
     return result
   }
 }
+
+/// The release binary run under the workplace's independent `rtcheck` (`Paths.rtcheck`).
+/// Foundation starts the child as a process-group leader, so signalling the group reaches
+/// livemic under rtcheck's shell script.
+final class RtcheckRun {
+  let output: URL
+  let process = Process()
+
+  init(_ arguments: [String], output: URL) throws {
+    self.output = output
+    process.executableURL = Paths.rtcheck
+    process.arguments = ["-o", output.path, "--", Paths.livemic.path] + arguments
+    process.environment = Paths.childEnvironment()
+    process.standardError = FileHandle.nullDevice
+    process.standardOutput = FileHandle.nullDevice
+    try process.run()
+  }
+
+  /// Cycles rtcheck has seen so far.
+  var cycles: Int { Int(RealtimeGuard.counters(output)["cycles"] ?? "0") ?? 0 }
+
+  /// SIGINT to the group (rtcheck's shell dies of it too; livemic stops cleanly), then waits.
+  func stop() {
+    kill(-process.processIdentifier, SIGINT)
+    _ = waitUntil(seconds: 10) { !process.isRunning }
+    if process.isRunning { kill(-process.processIdentifier, SIGKILL) }
+    process.waitUntilExit()
+  }
+}
