@@ -41,6 +41,8 @@ public final class UnitStage<Unit: VoiceUnit>: UnitStageBase, ChainStage {
   private let dryLeft: UnsafeMutablePointer<Float>
   private let dryRight: UnsafeMutablePointer<Float>
   private let dryCapacity: Int
+  /// The indices of the unit's read-only (`.output`) parameters, published after each sub-block.
+  private let outputs: UnsafeMutableBufferPointer<Int>
 
   /// The smoothing coefficient (for a full sub-block of `frames`), the bypass crossfade's
   /// position (1 = bypassed) and step.
@@ -77,6 +79,9 @@ public final class UnitStage<Unit: VoiceUnit>: UnitStageBase, ChainStage {
     fade = .allocate(capacity: 1)
     fade.initialize(to: Fade(mix: current[specs.count] >= 0.5 ? 1 : 0))
     dryCapacity = maxFrames
+    let outputIndices = specs.indices.filter { specs[$0].kind == .output }
+    outputs = .allocate(capacity: outputIndices.count)
+    _ = outputs.initialize(from: outputIndices)
     dryLeft = .allocate(capacity: maxFrames)
     dryRight = .allocate(capacity: maxFrames)
   }
@@ -90,6 +95,7 @@ public final class UnitStage<Unit: VoiceUnit>: UnitStageBase, ChainStage {
     fade.deallocate()
     dryLeft.deallocate()
     dryRight.deallocate()
+    outputs.deallocate()
   }
 
   public var latencyFrames: Int { unit.pointee.latencyFrames }
@@ -138,9 +144,10 @@ public final class UnitStage<Unit: VoiceUnit>: UnitStageBase, ChainStage {
     if mix == bypassTarget {
       if bypassTarget == 1 { return }
       run(block)
-      return
+    } else {
+      crossfade(block, from: mix, to: bypassTarget)
     }
-    crossfade(block, from: mix, to: bypassTarget)
+    for i in outputs { targets.set(first &+ i, unit.pointee.outputValue(i)) }
   }
 
   /// Runs the unit between copies of the dry signal and crossfades towards `target`.

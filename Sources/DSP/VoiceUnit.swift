@@ -32,10 +32,16 @@ public protocol VoiceUnit {
 
   /// Latency this unit adds, in frames (zero for every built-in unit).
   var latencyFrames: Int { get }
+
+  /// The value of the read-only parameter at `index` (a parameter of kind `.output`, such as a
+  /// gain reduction), published by the stage after each sub-block.
+  /// - Realtime: safe
+  func outputValue(_ index: Int) -> Float
 }
 
 extension VoiceUnit {
   public var latencyFrames: Int { 0 }
+  public func outputValue(_ index: Int) -> Float { 0 }
 }
 
 /// Helpers shared by the units.

@@ -18,6 +18,7 @@ public enum ControlClient {
     case ("meters", 0): return ["cmd": "meters"]
     case ("learn", 1): return ["cmd": "learn", "key": rest[0]]
     case ("meters", 1) where rest[0] == "--once": return ["cmd": "meters"]
+    case ("subscribe", _), ("unsubscribe", _): return ["cmd": command, "topics": rest]
     case ("get", 0): return ["cmd": "get"]
     case ("get", 1): return ["cmd": "get", "key": rest[0]]
     case ("set", 2):
@@ -42,53 +43,49 @@ public enum ControlClient {
 
   /// Sends `request` to the LiveMic named `name` and returns the response line.
   public static func send(_ request: [String: Any], name: String) throws(ControlClientError) -> String {
-    let path = ControlServer.socketPath(name: name)
-    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { throw .connection("no socket is available") }
-    defer { close(fd) }
-    var address = sockaddr_un()
-    address.sun_family = sa_family_t(AF_UNIX)
-    let bytes = Array(path.utf8)
-    withUnsafeMutableBytes(of: &address.sun_path) { raw in
-      for (i, b) in bytes.prefix(raw.count - 1).enumerated() { raw[i] = b }
-    }
-    let connected = withUnsafePointer(to: &address) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-      }
-    }
-    guard connected == 0 else {
-      throw .connection("no LiveMic named '\(name)' is running (nothing listens on \(path))")
-    }
-    guard let data = try? JSONSerialization.data(withJSONObject: request, options: [.sortedKeys]) else {
-      throw .usage("the request cannot be encoded")
-    }
-    let line = Array(data) + [10]
-    _ = line.withUnsafeBufferPointer { write(fd, $0.baseAddress, $0.count) }
-    var response = Data()
-    var chunk = [UInt8](repeating: 0, count: 4096)
-    while !response.contains(10) {
-      let n = read(fd, &chunk, chunk.count)
-      if n <= 0 { break }
-      response.append(contentsOf: chunk[0..<n])
-    }
-    guard let end = response.firstIndex(of: 10) else {
-      throw .connection("LiveMic closed the connection without answering")
-    }
-    return String(decoding: response[..<end], as: UTF8.self)
+    let connection = try ControlConnection(name: name)
+    return try connection.request(request)
   }
 
-  /// One line of meters for people: `in -12.3/-20.1 -12.0/-19.8  out …` (peak/RMS dBFS).
+  /// Subscribes to `topics` and calls `line` with every stream line until LiveMic closes the
+  /// connection (it stopped) or `line` returns false.
+  public static func follow(
+    _ topics: [String], name: String, _ line: (String) -> Bool
+  ) throws(ControlClientError) {
+    let connection = try ControlConnection(name: name)
+    let answer = try connection.request(["cmd": "subscribe", "topics": topics])
+    let (ok, text) = human(answer)
+    guard ok else { throw .connection(text) }
+    while let next = connection.readLine() {
+      if !line(next) { return }
+    }
+  }
+
+  /// One line of meters for people: `in -12.3/-20.1 -12.0/-19.8  out …` (peak/RMS dBFS),
+  /// then each stage's gain reduction; from a `meters` response or stream line.
   public static func meterLine(_ response: String) -> String? {
     guard let object = try? JSONSerialization.jsonObject(with: Data(response.utf8)) as? [String: Any],
-      object["ok"] as? Bool == true
+      object["ok"] as? Bool == true || object["stream"] as? String == "meters"
     else { return nil }
+    let reductions = (object["gain_reduction_db"] as? [String: Double] ?? [:]).sorted { $0.key < $1.key }
+      .map { "  \($0.key) GR " + String(format: "%.1f", $0.value) + " dB" }.joined()
     func side(_ key: String) -> String {
       (object[key] as? [[String: Double]] ?? []).map {
         String(format: "%6.1f/%6.1f", $0["peak_dbfs"] ?? -200, $0["rms_dbfs"] ?? -200)
       }.joined(separator: " ")
     }
-    return "in " + side("input") + "   out " + side("output") + "   (peak/RMS dBFS)"
+    return "in " + side("input") + "   out " + side("output") + "   (peak/RMS dBFS)" + reductions
+  }
+
+  /// One event stream line for people: `12:00:01.250 xrun new=1 total=3 …`.
+  public static func eventLine(_ line: String) -> String {
+    guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+      let event = object["event"] as? String
+    else { return line }
+    let time = (object["time"] as? String).map { String($0.dropFirst(11).prefix(12)) } ?? ""
+    let fields = object.filter { !["time", "event", "stream"].contains($0.key) }.sorted { $0.key < $1.key }
+      .map { "\($0.key)=\($0.value)" }
+    return ([time, event] + fields).joined(separator: " ")
   }
 
   /// The response for people: the fields without "ok", pretty-printed; or the error.
@@ -114,6 +111,73 @@ public enum ControlClientError: Error, CustomStringConvertible {
   public var description: String {
     switch self {
     case .usage(let m), .connection(let m): return m
+    }
+  }
+}
+
+/// One connection to a running LiveMic's control socket; one thread at a time. Never real-time.
+public final class ControlConnection: @unchecked Sendable {
+  private let fd: Int32
+  private var buffered = Data()
+
+  /// Connects to the LiveMic named `name`.
+  public init(name: String) throws(ControlClientError) {
+    let path = ControlServer.socketPath(name: name)
+    fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw .connection("no socket is available") }
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    let bytes = Array(path.utf8)
+    withUnsafeMutableBytes(of: &address.sun_path) { raw in
+      for (i, b) in bytes.prefix(raw.count - 1).enumerated() { raw[i] = b }
+    }
+    let connected = withUnsafePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+      }
+    }
+    guard connected == 0 else {
+      close(fd)
+      throw .connection("no LiveMic named '\(name)' is running (nothing listens on \(path))")
+    }
+  }
+
+  deinit { close(fd) }
+
+  /// Sends one request and returns its response line (stream lines that arrive first are
+  /// skipped: they belong to a subscription).
+  public func request(_ request: [String: Any]) throws(ControlClientError) -> String {
+    guard let data = try? JSONSerialization.data(withJSONObject: request, options: [.sortedKeys]) else {
+      throw .usage("the request cannot be encoded")
+    }
+    let line = Array(data) + [10]
+    var sent = 0
+    while sent < line.count {
+      let n = line[sent...].withUnsafeBufferPointer {
+        Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+      }
+      guard n > 0 else { throw .connection("LiveMic closed the connection") }
+      sent += n
+    }
+    while let response = readLine() {
+      if !response.hasPrefix("{\"stream\"") { return response }
+    }
+    throw .connection("LiveMic closed the connection without answering")
+  }
+
+  /// The next line from LiveMic, or nil once it closed the connection.
+  public func readLine() -> String? {
+    var chunk = [UInt8](repeating: 0, count: 4096)
+    while true {
+      if let end = buffered.firstIndex(of: 10) {
+        let line = String(decoding: buffered[buffered.startIndex..<end], as: UTF8.self)
+        buffered = Data(buffered[(end + 1)...])
+        return line
+      }
+      let n = read(fd, &chunk, chunk.count)
+      if n < 0 && errno == EINTR { continue }
+      if n <= 0 { return nil }
+      buffered.append(contentsOf: chunk[0..<n])
     }
   }
 }

@@ -19,18 +19,10 @@ extension LiveSession {
       case "route": result = try route(request, client, state)
       case "connections": result = ["connections": connections(client)]
       case "learn": result = try learn(request, state)
-      case "meters":
-        // Since the previous read: input left/right, output left/right.
-        let m = state.meters.read().map {
-          [
-            "peak_dbfs": ($0.peakDecibels * 10).rounded() / 10,
-            "rms_dbfs": ($0.rmsDecibels * 10).rounded() / 10,
-          ]
-        }
-        result = ["input": Array(m[0..<2]), "output": Array(m[2..<4])]
+      case "meters": result = currentMeters(state).fields
       default:
         throw ControlError(
-          "unknown command '\(command)' (commands: status, get, set, preset, mute, unmute, route, connections, meters, learn)"
+          "unknown command '\(command)' (commands: status, get, set, preset, mute, unmute, route, connections, meters, learn, subscribe, unsubscribe)"
         )
       }
       return Self.encode(["ok": true].merging(result) { a, _ in a })
@@ -99,7 +91,9 @@ extension LiveSession {
     guard let p = chain.parameter(key) else {
       throw ControlError("'\(key)' is not a parameter of the running chain")
     }
-    guard p.spec.kind != .output else { throw ControlError("'\(key)' is read-only (a plugin's output)") }
+    guard p.spec.kind != .output else {
+      throw ControlError("'\(key)' is read-only (a value the stage reports)")
+    }
     guard let raw = request["value"] else { throw ControlError("\"set\" needs a \"value\"") }
     guard let value = raw.number.map(Float.init) ?? raw.bool.map({ $0 ? 1 : 0 }) else {
       throw ControlError("the value of '\(key)' must be a number (or true/false)")

@@ -16,6 +16,8 @@ final class EventStream {
   }
 
   private let handle: FileHandle?
+  /// Also called with each event's name and line (without its newline): the subscribers.
+  var listener: ((String, String) -> Void)?
   private let formatter: ISO8601DateFormatter = {
     let f = ISO8601DateFormatter()
     f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
@@ -41,7 +43,7 @@ final class EventStream {
 
   /// Writes one event line.
   func emit(_ event: String, _ fields: KeyValuePairs<String, Value> = [:]) {
-    guard let handle else { return }
+    guard handle != nil || listener != nil else { return }
     var line = "{\"time\":\"\(formatter.string(from: Date()))\",\"event\":\(Self.quote(event))"
     for (key, value) in fields {
       line += ",\(Self.quote(key)):"
@@ -52,8 +54,9 @@ final class EventStream {
       case .bool(let b): line += b ? "true" : "false"
       }
     }
-    line += "}\n"
-    handle.write(Data(line.utf8))
+    line += "}"
+    listener?(event, line)
+    handle?.write(Data((line + "\n").utf8))
   }
 
   static func quote(_ s: String) -> String {

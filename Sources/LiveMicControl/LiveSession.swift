@@ -115,7 +115,11 @@ public final class LiveSession: @unchecked Sendable {
   private let unmuteRequested = Atomic<Bool>(false)
   var route: RouteController?
   var inputRoute: RouteController?
-  private var control: ControlServer?
+  var control: ControlServer?
+  var osc: OscServer?
+  /// The last meter reading and when it was taken.
+  var lastMeters: MeterReading?
+  var lastMeterRead = DispatchTime(uptimeNanoseconds: 0)
   /// Muted (ramped to silence) by the routing policy or the control socket.
   var muted = false
   /// The MIDI mappings in force (options, preset, learned).
@@ -224,7 +228,7 @@ public final class LiveSession: @unchecked Sendable {
       Log.error(error.description + "; running without it")
     }
     defer { control?.shutdown() }
-    var osc: OscServer?
+    stream.listener = { [unowned self] name, line in self.fanOut(event: name, line: line) }
     if let port = options.oscPort, let control {
       do {
         osc = try OscServer(host: options.oscHost, port: port, control: control)
@@ -473,7 +477,8 @@ public final class LiveSession: @unchecked Sendable {
     var freewheeling = false
     xrunHistory.removeAll()  // a new client counts from zero
     while true {
-      _ = events.wake.wait(timeout: .now() + .seconds(1))
+      _ = events.wake.wait(timeout: nextWakeTimeout())
+      streamMeters(state)
       if stopRequested.load(ordering: .acquiring) {
         state.ramp.fadeOut()
         let deadline = DispatchTime.now() + .milliseconds(300)

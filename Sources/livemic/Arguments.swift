@@ -15,6 +15,7 @@ enum Command {
   case plugins(filter: String?, json: Bool)
   case pluginShow(uri: String, json: Bool)
   case ctl(name: String, json: Bool, words: [String])
+  case monitor(name: String)
   case help(String?)
   case version
 }
@@ -87,7 +88,7 @@ func portList(_ text: String) -> [String] {
 
 func parseCommandLine(_ arguments: [String]) throws(UsageError) -> Command {
   var words = arguments
-  let subcommands = ["run", "render", "presets", "params", "bench", "plugins", "ctl", "help"]
+  let subcommands = ["run", "render", "presets", "params", "bench", "plugins", "ctl", "monitor", "help"]
   let sub = words.first.flatMap { subcommands.contains($0) ? $0 : nil } ?? "run"
   if words.first == sub { words.removeFirst() }
   var reader = ArgumentReader(words)
@@ -121,7 +122,27 @@ func parseCommandLine(_ arguments: [String]) throws(UsageError) -> Command {
       default: throw UsageError(message: "unknown option '\(first)' for 'livemic ctl'")
       }
     }
+    // --json (and -n NAME) may also follow the command: `livemic ctl status --json`.
+    if rest.contains("--json") {
+      json = true
+      rest.removeAll { $0 == "--json" }
+    }
+    if let at = rest.firstIndex(where: { $0 == "-n" || $0 == "--name" }), at > 0, at + 1 < rest.count {
+      name = rest[at + 1]
+      rest.removeSubrange(at...(at + 1))
+    }
     return .ctl(name: name, json: json, words: rest)
+  case "monitor":
+    var name = "livemic"
+    while let o = reader.nextOption() {
+      switch o {
+      case "-n", "--name": name = try reader.value(for: o)
+      case "-h", "--help": return .help("monitor")
+      default: throw UsageError(message: "unknown option '\(o)' for 'livemic monitor'")
+      }
+    }
+    guard reader.positional.isEmpty else { throw UsageError(message: "'livemic monitor' takes no arguments") }
+    return .monitor(name: name)
   case "plugins":
     var json = false
     while let o = reader.nextOption() {

@@ -12,6 +12,7 @@ let mainHelp = """
     livemic plugins [--json] [FILTER]    list installed LV2 plugins (and whether LiveMic can host them)
     livemic plugins show URI             a plugin's ports, presets, features and latency
     livemic ctl [-n NAME] COMMAND        control a running LiveMic (see 'livemic help ctl')
+    livemic monitor [-n NAME]            live levels, gain reduction, xruns; keys to mute and set volume
 
   RUN OPTIONS
     -n, --name NAME          JACK client name (default: livemic)
@@ -120,14 +121,38 @@ let ctlHelp = """
     route override PORT[,PORT] send the outputs there until 'route clear'
     route clear                back to the default route
     connections                every connection of LiveMic's ports
-    meters [--once]            input and output peak/RMS (dBFS), about 20 times a second
+    meters [--once]            input and output peak/RMS (dBFS) and each compressor's and
+                               limiter's gain reduction, about 20 times a second (follows
+                               until interrupted; --once: one reading)
+    events                     follow the event stream (xruns, route changes, presets, ...)
     learn KEY                  map the next MIDI controller that moves (on midi_in) to KEY
-  --json prints the raw response line. See docs/control.md.
+  --json prints the raw response (or stream) lines. See docs/control.md.
+
+  EXAMPLES
+    livemic ctl set output.volume 0.5
+    livemic ctl -n stage preset load karaoke
+    livemic ctl mute --mode bypass
+    livemic ctl --json status | jq .xruns
+    livemic ctl events
+  """
+
+let monitorHelp = """
+  USAGE: livemic monitor [-n NAME]
+
+  A terminal view of the running LiveMic whose JACK client is NAME (default livemic): level
+  bars for the input and output (RMS filled, peak marked, -60 to 0 dBFS), the gain reduction
+  of each compressor and limiter, xruns, DSP load, the preset, the output volume and the
+  route, and the latest events. Keys: m mute, u unmute, + / - volume by 1 dB, q quit.
+
+  EXAMPLES
+    livemic monitor
+    livemic monitor -n stage
   """
 
 func help(for topic: String?) -> String {
   switch topic {
   case "ctl": return ctlHelp
+  case "monitor": return monitorHelp
   case "plugins": return pluginsHelp
   case "render": return renderHelp
   case "presets": return presetsHelp

@@ -34,27 +34,32 @@ case .pluginShow(let uri, let json):
   do { print(try PluginReference.show(uri: uri, json: json), terminator: "") } catch {
     fail(error.description, status: 1)
   }
-case .ctl(let name, let json, let words) where words.first == "meters" && words.count == 1 && !json:
-  // Follow: one line about 20 times a second until interrupted.
-  while true {
-    do {
-      let response = try ControlClient.send(["cmd": "meters"], name: name)
-      FileHandle.standardOutput.write(
-        Data(((ControlClient.meterLine(response) ?? ControlClient.human(response).text) + "\n").utf8))
-    } catch {
-      fail(error.description, status: 2)
+case .ctl(let name, let json, let words) where words == ["meters"] || words == ["events"]:
+  // Follow: a meter line about 20 times a second, or each event, until interrupted or LiveMic stops.
+  let meters = words == ["meters"]
+  do {
+    try ControlClient.follow([meters ? "meters" : "events"], name: name) { line in
+      let text =
+        json ? line : meters ? (ControlClient.meterLine(line) ?? line) : ControlClient.eventLine(line)
+      FileHandle.standardOutput.write(Data((text + "\n").utf8))
+      return true
     }
-    usleep(50_000)
+  } catch {
+    fail(error.description, status: 2)
   }
+  fail("LiveMic '\(name)' stopped", status: 1)
 case .ctl(let name, let json, let words):
   do {
     let response = try ControlClient.send(try ControlClient.request(words), name: name)
-    let (ok, text) = ControlClient.human(response)
+    var (ok, text) = ControlClient.human(response)
+    if ok && words.first == "meters", let line = ControlClient.meterLine(response) { text = line }
     if json { print(response) } else if ok { print(text) }
     if !ok { fail(text, status: 1) }
   } catch {
     fail(error.description, status: 2)
   }
+case .monitor(let name):
+  do { exit(try Monitor.run(name: name)) } catch { fail(error.description, status: 2) }
 case .render(let options):
   do { try Renderer.render(options) } catch { fail(error.description, status: 1) }
 case .bench(let options):

@@ -96,6 +96,9 @@ public struct Compressor: VoiceUnit {
     ParameterSpec("attack_ms", unit: "ms", range: 0.1...200, default: 10, "Time to reduce gain."),
     ParameterSpec("release_ms", unit: "ms", range: 5...2000, default: 150, "Time to restore gain."),
     ParameterSpec("makeup_db", unit: "dB", range: 0...24, default: 0, "Gain added after compression."),
+    ParameterSpec(
+      "gain_reduction_db", unit: "dB", range: 0...96, default: 0, kind: .output,
+      "Reported: the gain reduction now (read-only)."),
   ]
   private var sampleRate: Float = 48000
   private var reductionDecibels: Float = 0
@@ -109,6 +112,9 @@ public struct Compressor: VoiceUnit {
   }
 
   public mutating func reset() { reductionDecibels = 0 }
+
+  /// - Realtime: safe
+  public func outputValue(_ index: Int) -> Float { index == 6 ? max(reductionDecibels, 0) : 0 }
 
   /// The static gain reduction (positive dB) for an input level, with a quadratic soft knee.
   /// - Realtime: safe
@@ -225,9 +231,14 @@ public struct Limiter: VoiceUnit {
     ParameterSpec("ceiling_db", unit: "dBFS", range: -40...0, default: -1, "Highest output peak."),
     ParameterSpec(
       "release_ms", unit: "ms", range: 1...1000, default: 60, "Time to restore gain after a peak."),
+    ParameterSpec(
+      "gain_reduction_db", unit: "dB", range: 0...96, default: 0, kind: .output,
+      "Reported: the deepest gain reduction lately, falling back at 20 dB/s (read-only)."),
   ]
   private var sampleRate: Float = 48000
   private var gain: Float = 1
+  /// The reported gain reduction (dB): the deepest of each block, falling back at 20 dB/s.
+  private var shownReductionDecibels: Float = 0
   private var ceiling = Derived(), release = Derived()
 
   public init() {}
@@ -237,7 +248,13 @@ public struct Limiter: VoiceUnit {
     (ceiling, release) = (Derived(), Derived())
   }
 
-  public mutating func reset() { gain = 1 }
+  public mutating func reset() {
+    gain = 1
+    shownReductionDecibels = 0
+  }
+
+  /// - Realtime: safe
+  public func outputValue(_ index: Int) -> Float { index == 2 ? shownReductionDecibels : 0 }
 
   /// - Realtime: safe
   public mutating func process(_ block: StereoBlock, parameters p: ParameterValues) {
@@ -251,6 +268,7 @@ public struct Limiter: VoiceUnit {
     }
     let keep = 1 - release
     var g = gain
+    var lowest: Float = 1
     for f in 0..<block.frames {
       let ceiling = from + step * Float(f + 1)
       let l = block.left[f]
@@ -260,10 +278,13 @@ public struct Limiter: VoiceUnit {
       // Instant attack, smooth release: the lower of the wanted gain and the released one.
       let released = g * keep + wanted * release
       g = wanted < released ? wanted : released
+      lowest = smaller(lowest, g)
       block.left[f] = smaller(larger(l * g, -ceiling), ceiling)
       block.right[f] = smaller(larger(r * g, -ceiling), ceiling)
     }
     gain = g
+    let fallen = shownReductionDecibels - 20 * Float(block.frames) / rate
+    shownReductionDecibels = max(lowest < 1 ? -DSPMath.decibels(gain: lowest) : 0, fallen, 0)
   }
 }
 
