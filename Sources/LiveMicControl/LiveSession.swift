@@ -100,7 +100,7 @@ public enum SessionError: Error, CustomStringConvertible {
 /// connects, then watches JACK's events until a signal or a server loss. Never real-time.
 public final class LiveSession: @unchecked Sendable {
   var options: RunOptions
-  private let stopRequested = Atomic<Bool>(false)
+  let stopRequested = Atomic<Bool>(false)
   private var signalSources: [any DispatchSourceSignal] = []
   var plugins: [PluginStage] = []
   /// The chain running (or to run after a reconnection) and the entries it was built from.
@@ -116,6 +116,10 @@ public final class LiveSession: @unchecked Sendable {
   var route: RouteController?
   var inputRoute: RouteController?
   var control: ControlServer?
+  /// The NSM session manager, the session it opened and the connections saved in it.
+  var nsm: NsmClient?
+  var sessionOpen: NsmClient.Open?
+  var sessionConnections: [String: [String]] = [:]
   var osc: OscServer?
   /// The last meter reading and when it was taken.
   var lastMeters: MeterReading?
@@ -134,7 +138,7 @@ public final class LiveSession: @unchecked Sendable {
   private var xrunHistory: [(time: DispatchTime, total: UInt64)] = []
   private var lastHealth = DispatchTime.now()
   /// Wakes the supervisor: JACK's callbacks (of every client it opens) and the signal handlers.
-  private let wake = DispatchSemaphore(value: 0)
+  let wake = DispatchSemaphore(value: 0)
   /// The connections LiveMic's ports have, kept across server restarts.
   let book = ConnectionBook()
 
@@ -171,12 +175,27 @@ public final class LiveSession: @unchecked Sendable {
   /// Runs until SIGINT/SIGTERM (exit status 0). When the server goes away, closes the dead
   /// client and reconnects by itself (see `reconnect`).
   public func run() throws(SessionError) -> Int32 {
-    let (preset, stages) = try Self.stages(for: options)
     stream = try EventStream(destination: options.events)
     // Before anything that logs: a SIGINT sent as soon as the log says LiveMic runs must not
     // meet the default disposition (or an ignored signal between the two).
     installSignalHandlers()
     JackMessages.install()
+    let requestedPreset = options.preset
+    if let url = ProcessInfo.processInfo.environment["NSM_URL"], !url.isEmpty {
+      joinSession(url: url)
+      if stopRequested.load(ordering: .acquiring) { return 0 }
+    }
+    defer { nsm?.shutdown() }
+    var sessionNote: String?
+    let (preset, stages): (Preset, [ChainEntry])
+    do { (preset, stages) = try Self.stages(for: options) } catch {
+      // A session's saved state that cannot be read: say so, and run the command line's preset.
+      guard let open = sessionOpen, options.preset == Self.sessionPresetPath(open.path) else { throw error }
+      sessionNote = "the saved state could not be used (\(error.description)); running '\(requestedPreset)'"
+      Log.error(sessionNote!)
+      options.preset = requestedPreset
+      (preset, stages) = try Self.stages(for: options)
+    }
     var client: JackClient
     do {
       client = try JackClient(name: options.clientName, server: options.serverName, wake: wake)
@@ -207,6 +226,7 @@ public final class LiveSession: @unchecked Sendable {
       inputRoute = RouteController(patterns: inputPatterns, policy: .continue, isOutput: false)
     }
     connect(client)
+    restoreSessionConnections(client)
     if let route {
       route.apply(client)
       Log.info(route.describe(client))
@@ -236,6 +256,7 @@ public final class LiveSession: @unchecked Sendable {
       } catch { Log.error(error.description + "; running without it") }
     }
     defer { osc?.shutdown() }
+    confirmSessionOpen(note: sessionNote)
     while true {
       switch supervise(client, state: state) {
       case .stop:
@@ -492,6 +513,7 @@ public final class LiveSession: @unchecked Sendable {
         return .stop
       }
       if events.serverLost.load(ordering: .acquiring) { return .serverLost }
+      answerSessionSaves(client)
       for request in control?.takeRequests() ?? [] {
         request.answer(answer(request.request, client: client, state: state))
       }

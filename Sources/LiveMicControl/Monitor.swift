@@ -193,7 +193,7 @@ final class Terminal {
 
   var columns: Int {
     var size = winsize()
-    return ioctl(1, UInt(TIOCGWINSZ), &size) == 0 && size.ws_col > 0 ? Int(size.ws_col) : 100
+    return ioctl(1, UInt(TIOCGWINSZ), &size) == 0 && size.ws_col > 0 ? Int(size.ws_col) : 200
   }
 
   private var lastPlainDraw = DispatchTime(uptimeNanoseconds: 0)

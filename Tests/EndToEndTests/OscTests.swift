@@ -19,9 +19,41 @@ enum OSC {
       } else if let f = a as? Float {
         tags += "f"
         withUnsafeBytes(of: f.bitPattern.bigEndian) { data += $0 }
+      } else if let i = a as? Int32 {
+        tags += "i"
+        withUnsafeBytes(of: i.bigEndian) { data += $0 }
       }
     }
     return padded(path) + padded(tags) + data
+  }
+
+  /// Decodes a message's path and its string, int32 and float arguments (nil: not OSC).
+  static func decode(_ bytes: [UInt8]) -> (path: String, args: [Any])? {
+    var at = 0
+    func string() -> String? {
+      guard let end = bytes[at...].firstIndex(of: 0) else { return nil }
+      let s = String(decoding: bytes[at..<end], as: UTF8.self)
+      at = (end + 4) & ~3
+      return s
+    }
+    func word() -> UInt32? {
+      guard at + 4 <= bytes.count else { return nil }
+      defer { at += 4 }
+      return bytes[at..<at + 4].reduce(0) { $0 << 8 | UInt32($1) }
+    }
+    guard let path = string(), path.hasPrefix("/"), let tags = string(), tags.hasPrefix(",") else {
+      return nil
+    }
+    var args: [Any] = []
+    for tag in tags.dropFirst() {
+      switch tag {
+      case "s": guard let s = string() else { return nil }; args.append(s)
+      case "i": guard let w = word() else { return nil }; args.append(Int32(bitPattern: w))
+      case "f": guard let w = word() else { return nil }; args.append(Float(bitPattern: w))
+      default: return nil
+      }
+    }
+    return (path, args)
   }
 
   /// Sends datagrams to 127.0.0.1:port from one socket; returns what came back within `wait`.
@@ -44,7 +76,8 @@ enum OSC {
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     var replies: [[UInt8]] = []
     var buffer = [UInt8](repeating: 0, count: 65536)
-    while true {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {  // a subscription keeps datagrams coming
       let n = recv(fd, &buffer, buffer.count, 0)
       if n <= 0 { break }
       replies.append(Array(buffer[0..<n]))

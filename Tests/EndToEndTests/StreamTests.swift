@@ -1,0 +1,167 @@
+import Foundation
+import Testing
+
+/// A client connection to LiveMic's control socket that reads lines with a deadline.
+final class SocketLines {
+  let fd: Int32
+  private var buffered: [UInt8] = []
+
+  init(_ path: String) throws {
+    fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    withUnsafeMutableBytes(of: &address.sun_path) { raw in
+      for (i, b) in Array(path.utf8).enumerated() { raw[i] = b }
+    }
+    let ok = withUnsafePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+      }
+    }
+    guard ok == 0 else { throw HarnessError("cannot connect to \(path)") }
+    var timeout = timeval(tv_sec: 0, tv_usec: 200_000)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+  }
+
+  deinit { close(fd) }
+
+  func send(_ line: String) {
+    let bytes = Array((line + "\n").utf8)
+    _ = bytes.withUnsafeBufferPointer { write(fd, $0.baseAddress, $0.count) }
+  }
+
+  /// Every line that arrives within `seconds`.
+  func lines(for seconds: Double) -> [String] {
+    var result: [String] = []
+    let deadline = Date().addingTimeInterval(seconds)
+    var chunk = [UInt8](repeating: 0, count: 65536)
+    while Date() < deadline {
+      let n = read(fd, &chunk, chunk.count)
+      if n > 0 { buffered += chunk[0..<n] }
+      while let end = buffered.firstIndex(of: 10) {
+        result.append(String(decoding: buffered[..<end], as: UTF8.self))
+        buffered.removeSubrange(...end)
+      }
+      if n == 0 { break }
+    }
+    return result
+  }
+}
+
+func jsonObject(_ line: String) -> [String: Any] {
+  (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]) ?? [:]
+}
+
+extension EndToEnd {
+  @Suite("Meter and event streams, livemic monitor", .serialized)
+  struct StreamTests {
+    @Test(
+      "A subscription streams meters at about 20 Hz (with gain reduction) and events; OSC subscribers get meters"
+    )
+    func subscriptions() throws {
+      let folder = Paths.temporaryFolder("streams")
+      defer { try? FileManager.default.removeItem(at: folder) }
+      let env = ["XDG_RUNTIME_DIR": folder.path]
+      let oscPort = 19000 + Int(getpid() % 2000)
+      let (server, generator, capture, livemic) = try LiveAudioTests.rig(
+        ["-p", "voice", "--osc", "\(oscPort)"], signal: .sine(frequencyHz: 1000, amplitude: 0.5),
+        environment: env)
+      defer {
+        generator.close()
+        capture.close()
+        server.stop()
+      }
+      let path = folder.appendingPathComponent("livemic/lmclient.sock").path
+      let follower = try SocketLines(path)
+      follower.send(#"{"cmd":"subscribe","topics":["meters","events"]}"#)
+      usleep(1_200_000)  // past the start ramp
+      let early = follower.lines(for: 0.1)  // the answer and the lines queued meanwhile
+      #expect(early.first.map { jsonObject($0)["ok"] as? Bool == true } == true, "\(early.prefix(2))")
+      let lines = follower.lines(for: 2)
+      let meters = lines.map(jsonObject).filter { $0["stream"] as? String == "meters" }
+      // About 20 a second over 2 s (a loaded 2-core machine may lose a few wake-ups).
+      #expect(meters.count >= 30 && meters.count <= 44, "meter lines in 2 s: \(meters.count)")
+      let last = meters.last ?? [:]
+      let input = (last["input"] as? [[String: Double]])?.first ?? [:]
+      // The input meter reads the test sine exactly: peak 0.5 (-6.02 dBFS), RMS 3 dB lower.
+      #expect(abs((input["peak_dbfs"] ?? 0) - -6.0) < 0.15, "\(last)")
+      #expect(abs((input["rms_dbfs"] ?? 0) - -9.0) < 0.15, "\(last)")
+      let reductions = last["gain_reduction_db"] as? [String: Double] ?? [:]
+      #expect((reductions["compressor"] ?? 0) > 3, "the compressor works on a -6 dBFS sine: \(reductions)")
+      // An event reaches the subscriber.
+      let commands = try SocketLines(path)
+      commands.send(#"{"cmd":"mute"}"#)
+      let after = follower.lines(for: 1).map(jsonObject)
+      #expect(
+        after.contains { $0["stream"] as? String == "event" && $0["event"] as? String == "muted" },
+        "\(after.filter { $0["stream"] as? String == "event" })")
+      commands.send(#"{"cmd":"unmute"}"#)
+      // Unknown topics are refused; the connection goes on.
+      commands.send(#"{"cmd":"subscribe","topics":["nope"]}"#)
+      commands.send(#"{"cmd":"status"}"#)
+      let answers = commands.lines(for: 1).map(jsonObject).filter { $0["stream"] == nil }
+      #expect(answers.count == 4, "mute, unmute, subscribe, status: \(answers)")
+      #expect((answers.dropFirst(2).first?["error"] as? String)?.contains("unknown topic 'nope'") == true)
+      #expect(answers.last?["preset"] as? String == "voice")
+      // OSC: /livemic/subscribe meters, then /livemic/meters datagrams.
+      let replies = OSC.send([OSC.message("/livemic/subscribe", ["meters"])], port: oscPort, wait: 1)
+      let decoded = replies.compactMap(OSC.decode)
+      let oscMeters = decoded.filter { $0.path == "/livemic/meters" }
+      #expect(decoded.first?.path == "/livemic/reply", "\(decoded.prefix(2))")
+      #expect(oscMeters.count >= 10, "OSC meter messages in 1 s: \(oscMeters.count)")
+      if let m = oscMeters.last {
+        #expect(m.args.count == 9)
+        #expect(abs(Double(m.args[0] as? Float ?? 0) - -6.0) < 0.15, "\(m.args)")
+      }
+      #expect(livemic.process.isRunning)
+      #expect(livemic.interrupt() == 0)
+    }
+
+    @Test("livemic monitor draws levels and gain reduction; its keys mute and change the volume")
+    func monitor() throws {
+      let folder = Paths.temporaryFolder("monitor")
+      defer { try? FileManager.default.removeItem(at: folder) }
+      let env = ["XDG_RUNTIME_DIR": folder.path]
+      let (server, generator, capture, livemic) = try LiveAudioTests.rig(
+        ["-p", "voice"], signal: .sine(frequencyHz: 1000, amplitude: 0.5), environment: env)
+      defer {
+        generator.close()
+        capture.close()
+        server.stop()
+      }
+      let process = Process()
+      process.executableURL = Paths.livemic
+      process.arguments = ["monitor", "-n", "lmclient"]
+      var childEnv = Paths.childEnvironment()
+      childEnv["XDG_RUNTIME_DIR"] = folder.path
+      process.environment = childEnv
+      let keys = Pipe()
+      let out = Pipe()
+      process.standardInput = keys
+      process.standardOutput = out
+      try process.run()
+      let ctl = { (words: [String]) in
+        try runLiveMic(["ctl", "-n", "lmclient", "--json"] + words, environment: env)
+      }
+      usleep(1_500_000)
+      keys.fileHandleForWriting.write(Data("m".utf8))
+      usleep(500_000)
+      #expect(try ctl(["status"]).stdout.contains("\"muted\":true"))
+      keys.fileHandleForWriting.write(Data("u-".utf8))
+      usleep(500_000)
+      let status = try ctl(["status"]).stdout
+      #expect(status.contains("\"muted\":false"), "\(status)")
+      let volume = jsonObject(try ctl(["get", "output.volume"]).stdout)["values"] as? [String: Double] ?? [:]
+      // The voice preset's 0.3, 1 dB down.
+      #expect(abs((volume["output.volume"] ?? 0) - 0.3 / pow(10, 1.0 / 20)) < 1e-4, "\(volume)")
+      keys.fileHandleForWriting.write(Data("q".utf8))
+      let screen = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+      process.waitUntilExit()
+      #expect(process.terminationStatus == 0)
+      #expect(screen.contains("in  L [") && screen.contains("out R ["), "\(screen.suffix(1500))")
+      #expect(screen.contains("dB compressor") && screen.contains("preset 'voice'"), "\(screen.suffix(1500))")
+      #expect(screen.contains("MUTED (ramp)") && screen.contains("muted mode=ramp"), "\(screen.suffix(1500))")
+      #expect(livemic.interrupt() == 0)
+    }
+  }
+}
