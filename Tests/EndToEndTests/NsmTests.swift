@@ -1,0 +1,127 @@
+import Foundation
+import Testing
+
+/// A small NSM server for the tests: a UDP socket on loopback that receives the client's
+/// messages and sends it `open` and `save`, in the protocol's OSC encoding.
+final class NsmTestServer {
+  let fd: Int32
+  let port: Int
+  private var client = sockaddr_storage()
+  private var clientLength = socklen_t(0)
+
+  init() throws {
+    let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+    self.fd = fd
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = 0
+    inet_pton(AF_INET, "127.0.0.1", &address.sin_addr)
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { p -> Int32 in
+        guard bind(fd, p, length) == 0 else { return -1 }
+        return getsockname(fd, p, &length)
+      }
+    }
+    port = Int(UInt16(bigEndian: address.sin_port))
+    guard bound == 0 else { throw HarnessError("cannot bind the NSM test server") }
+    var timeout = timeval(tv_sec: 0, tv_usec: 200_000)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+  }
+
+  deinit { close(fd) }
+
+  var url: String { "osc.udp://127.0.0.1:\(port)/" }
+
+  /// The next message within `seconds` (remembering its sender as the client).
+  func receive(seconds: Double = 10) -> (path: String, args: [Any])? {
+    let deadline = Date().addingTimeInterval(seconds)
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    while Date() < deadline {
+      var from = sockaddr_storage()
+      var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+      let n = withUnsafeMutablePointer(to: &from) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+          recvfrom(fd, &buffer, buffer.count, 0, $0, &length)
+        }
+      }
+      if n > 0, let message = OSC.decode(Array(buffer[0..<n])) {
+        client = from
+        clientLength = length
+        return message
+      }
+    }
+    return nil
+  }
+
+  func send(_ path: String, _ args: [Any]) {
+    let bytes = OSC.message(path, args)
+    _ = withUnsafePointer(to: &client) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        sendto(fd, bytes, bytes.count, 0, $0, clientLength)
+      }
+    }
+  }
+}
+
+extension EndToEnd {
+  @Suite("NSM session manager", .serialized)
+  struct NsmTests {
+    @Test("announce, open (client id as JACK name), save, and a second start restores the state")
+    func handshake() throws {
+      let server = try JackServer(period: 256)
+      defer { server.stop() }
+      let session = Paths.temporaryFolder("nsm")
+      defer { try? FileManager.default.removeItem(at: session) }
+      let nsm = try NsmTestServer()
+      let env = ["NSM_URL": nsm.url, "XDG_RUNTIME_DIR": session.path]
+      let clientId = "LiveMic.nTEST"
+      let statePath = session.appendingPathComponent("Session/LiveMic.nTEST").path
+      let ctl = { (words: [String]) in
+        try runLiveMic(["ctl", "-n", clientId, "--json"] + words, environment: env)
+      }
+
+      func start() throws -> LiveMicProcess {
+        let livemic = try LiveMicProcess(
+          ["-s", server.name, "-p", "voice", "--no-connect"], environment: env)
+        guard let announce = nsm.receive() else { throw HarnessError("no announce: \(livemic.log)") }
+        #expect(announce.path == "/nsm/server/announce")
+        #expect(announce.args.count == 6, "\(announce.args)")
+        #expect(announce.args.first as? String == "LiveMic" && announce.args[2] as? String == "livemic")
+        #expect(
+          announce.args[3] as? Int32 == 1 && announce.args[5] as? Int32 == livemic.process.processIdentifier)
+        nsm.send("/reply", ["/nsm/server/announce", "welcome", "nsm-test", ":server-control:"])
+        nsm.send("/nsm/client/open", [statePath, "LiveMic", clientId])
+        let opened = nsm.receive()
+        #expect(
+          opened?.path == "/reply" && opened?.args.first as? String == "/nsm/client/open",
+          "\(String(describing: opened)) \(livemic.log)")
+        #expect(livemic.waitForLog("session manager 'nsm-test' accepted LiveMic"), "\(livemic.log)")
+        return livemic
+      }
+
+      // First start: a new session. The client id is the JACK client name.
+      var livemic = try start()
+      let status = try ctl(["status"])
+      #expect(status.stdout.contains("\"client\":\"\(clientId)\""), "\(status)")
+      #expect(try ctl(["set", "eq.mid_db", "4.5"]).status == 0)
+      #expect(try ctl(["set", "output.volume", "0.2"]).status == 0)
+      nsm.send("/nsm/client/save", [])
+      let saved = nsm.receive()
+      #expect(
+        saved?.path == "/reply" && saved?.args.first as? String == "/nsm/client/save",
+        "\(String(describing: saved))")
+      #expect(FileManager.default.fileExists(atPath: statePath + "/livemic.json"))
+      #expect(FileManager.default.fileExists(atPath: statePath + "/connections.json"))
+      #expect(livemic.interrupt() == 0)
+
+      // Second start: the session opens again and the saved values are back.
+      livemic = try start()
+      let values = jsonObject(try ctl(["get"]).stdout)["values"] as? [String: Double] ?? [:]
+      #expect(abs((values["eq.mid_db"] ?? 0) - 4.5) < 1e-6, "\(values.filter { $0.key.hasPrefix("eq.mid") })")
+      #expect(abs((values["output.volume"] ?? 0) - 0.2) < 1e-6)
+      #expect(livemic.log.contains("state in '\(statePath)'"), "\(livemic.log)")
+      #expect(livemic.interrupt() == 0)
+    }
+  }
+}
