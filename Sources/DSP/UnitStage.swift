@@ -35,6 +35,9 @@ public final class UnitStage<Unit: VoiceUnit>: UnitStageBase, ChainStage {
   private let parameterCount: Int
   /// 1 where the parameter is continuous (smoothed), 0 where it applies at once.
   private let smoothed: UnsafeMutablePointer<Bool>
+  /// The indices of the unit's read-only (`.output`) parameters, which the stage publishes.
+  private let outputs: UnsafeMutablePointer<Int>
+  private let outputCount: Int
   private let previous: UnsafeMutablePointer<Float>
   private let current: UnsafeMutablePointer<Float>
   private let fade: UnsafeMutablePointer<Fade>
@@ -74,6 +77,10 @@ public final class UnitStage<Unit: VoiceUnit>: UnitStageBase, ChainStage {
       current[i] = v
       smoothed[i] = i < specs.count && specs[i].kind == .continuous
     }
+    let outputIndices = specs.indices.filter { specs[$0].kind == .output }
+    outputCount = outputIndices.count
+    outputs = .allocate(capacity: max(outputCount, 1))
+    for (k, i) in outputIndices.enumerated() { outputs[k] = i }
     fade = .allocate(capacity: 1)
     fade.initialize(to: Fade(mix: current[specs.count] >= 0.5 ? 1 : 0))
     dryCapacity = maxFrames
@@ -87,6 +94,7 @@ public final class UnitStage<Unit: VoiceUnit>: UnitStageBase, ChainStage {
     previous.deallocate()
     current.deallocate()
     smoothed.deallocate()
+    outputs.deallocate()
     fade.deallocate()
     dryLeft.deallocate()
     dryRight.deallocate()
@@ -138,9 +146,13 @@ public final class UnitStage<Unit: VoiceUnit>: UnitStageBase, ChainStage {
     if mix == bypassTarget {
       if bypassTarget == 1 { return }
       run(block)
-      return
+    } else {
+      crossfade(block, from: mix, to: bypassTarget)
     }
-    crossfade(block, from: mix, to: bypassTarget)
+    for k in 0..<outputCount {
+      let i = outputs[k]
+      targets.set(first &+ i, unit.pointee.outputValue(i))
+    }
   }
 
   /// Runs the unit between copies of the dry signal and crossfades towards `target`.
