@@ -39,7 +39,7 @@ final class HowlDetector {
     var referenceHz: Float = 0
     /// Hops the peak was present and qualified (prominent, not harmonic), since the start.
     var hits = 0
-    /// Consecutive hops the peak was present but not qualified.
+    /// Consecutive hops the peak was present but not qualified (more than 8 start it over).
     var rejected = 0
     /// Consecutive hops the peak was absent.
     var absent = 0
@@ -187,7 +187,7 @@ final class HowlDetector {
     for i in 0..<candidateTotal { follow(candidates[i]) }
     detectionCount = 0
     for t in 0..<Self.trackCount where tracks[t].alive {
-      if tracks[t].absent > 2 || tracks[t].rejected > 3 {
+      if tracks[t].absent > 2 {
         tracks[t].alive = false
         continue
       }
@@ -278,6 +278,7 @@ final class HowlDetector {
       track.rejected = 0
     } else {
       track.rejected += 1
+      if track.rejected > 8 { track.hits = 0 }
     }
     tracks[t] = track
   }
@@ -315,12 +316,12 @@ final class HowlDetector {
     return now - start >= needed && second >= 0.3 * first
   }
 
-  /// Whether bin `k` looks like part of a harmonic series: a prominent peak within 20 dB of it at
+  /// Whether bin `k` looks like part of a harmonic series: a prominent peak within 12 dB of it at
   /// its octave, at one of its subharmonics, or two such peaks equally spaced around it or below
   /// it (its neighbours in a series of any fundamental from 70 to 500 Hz).
   /// - Realtime: safe
   private func isHarmonicPart(_ k: Int, _ p: Float) -> Bool {
-    let minimum = p * 0.01
+    let minimum = p * 0.063
     let f = Float(k)
     if hasPeak(near: 2 * f, above: minimum) || hasPeak(near: f / 2, above: minimum)
       || hasPeak(near: f / 3, above: minimum)
