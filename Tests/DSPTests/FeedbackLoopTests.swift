@@ -65,9 +65,10 @@ import Testing
   /// Speech from espeak-ng, at 48 kHz, scaled to an RMS of −20 dBFS; nil (with a recorded
   /// issue) when espeak-ng or sox is missing.
   static func speech(_ text: String) throws -> [Float]? {
-    guard let espeak = ["/usr/bin/espeak-ng", "/usr/local/bin/espeak-ng"].first(where: {
-      FileManager.default.isExecutableFile(atPath: $0)
-    })
+    guard
+      let espeak = ["/usr/bin/espeak-ng", "/usr/local/bin/espeak-ng"].first(where: {
+        FileManager.default.isExecutableFile(atPath: $0)
+      })
     else {
       Issue.record("espeak-ng is not installed (apt-get install espeak-ng, or scripts/setup --test)")
       return nil
@@ -140,7 +141,9 @@ import Testing
         if ProcessInfo.processInfo.environment["FEEDBACK_DEBUG"] != nil, let activeIndex {
           let a = Int(chain.targets.value(activeIndex))
           if a != lastActive {
-            print("  t=\(String(format: "%.3f", Double(offset) / fs)) notches \(a) strongest \(chain.targets.value(activeIndex + 1))")
+            print(
+              "  t=\(String(format: "%.3f", Double(offset) / fs)) notches \(a) strongest \(chain.targets.value(activeIndex + 1))"
+            )
             lastActive = a
           }
         }
@@ -165,10 +168,14 @@ import Testing
         peaks.append((T.magnitudeDecibels(seg, atHz: hz) - 20 * log10(24_000), hz))
       }
       peaks.sort { $0.0 > $1.0 }
-      print("  spectrum top: " + peaks.prefix(6).map { String(format: "%.0f Hz %.1f dB", $0.1, $0.0) }.joined(separator: ", "))
+      print(
+        "  spectrum top: "
+          + peaks.prefix(6).map { String(format: "%.0f Hz %.1f dB", $0.1, $0.0) }.joined(separator: ", "))
     }
     let notches = activeIndex.map { Int(chain!.targets.value($0)) } ?? 0
-    return Outcome(stable: speechEnd <= 6 && tail <= -20, speechEndDecibels: speechEnd, tailDecibels: tail, notches: notches)
+    return Outcome(
+      stable: speechEnd <= 6 && tail <= -20, speechEndDecibels: speechEnd, tailDecibels: tail,
+      notches: notches)
   }
 
   static func rmsDecibels(_ x: ArraySlice<Float>) -> Double {
@@ -187,7 +194,8 @@ import Testing
       let o = run(source, speechFrames: speechFrames, gainDecibels: g, suppressor: suppressor)
       print(
         "[loop] \(label) G \(g) dB: \(o.stable ? "stable" : "unstable"), speech end "
-          + String(format: "%+.1f", o.speechEndDecibels) + " dB, tail " + String(format: "%+.1f", o.tailDecibels)
+          + String(format: "%+.1f", o.speechEndDecibels) + " dB, tail "
+          + String(format: "%+.1f", o.tailDecibels)
           + " dB, notches \(o.notches)")
       if !o.stable { break }
       best = g
@@ -214,7 +222,8 @@ import Testing
       Self.maximumStableGain(
         source, speechFrames: speech.count, from: start, suppressor: false, label: "without"))
     let with =
-      Self.maximumStableGain(source, speechFrames: speech.count, from: without, suppressor: true, label: "with")
+      Self.maximumStableGain(
+        source, speechFrames: speech.count, from: without, suppressor: true, label: "with")
       ?? -.infinity
     T.measured(
       "feedback loop: maximum stable gain without the suppressor \(without) dB, with it \(with) dB: added "

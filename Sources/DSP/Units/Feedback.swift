@@ -39,8 +39,16 @@ public struct FeedbackSuppressor: VoiceUnit {
 
   public mutating func prepare(sampleRate: Double, maxFrames: Int, parameters: ParameterValues) {
     self.sampleRate = Float(sampleRate)
-    detector = HowlDetector(sampleRate: sampleRate)
-    bank = NotchBank(sampleRate: sampleRate)
+    let detector = HowlDetector(sampleRate: sampleRate)
+    let bank = NotchBank(sampleRate: sampleRate)
+    // One analysis and one notch off the audio thread, so that first-run costs are paid here
+    // (the chain's warm-up block is shorter than a hop).
+    _ = detector.analyze(criteria)
+    bank.place(hz: 1000, limit: 1, holdFrames: 0)
+    bank.advance(frames: 1, depth: 1, limit: 1, releaseFrames: 1)
+    detector.reset()
+    bank.reset()
+    (self.detector, self.bank) = (detector, bank)
     criteriaSensitivity = .nan
   }
 
