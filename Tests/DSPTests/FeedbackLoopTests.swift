@@ -204,6 +204,20 @@ import Testing
     return best
   }
 
+  @Test("Speech alone (no loop) gets no notch")
+  func speechAlone() throws {
+    guard
+      let speech = try Self.speech(
+        "Testing the feedback suppressor: one, two, three, four, five. Aaaaah, ooooh, mmmmm.")
+    else { return }
+    let (y, notches) = FeedbackTests.run(speech)
+    let change = FeedbackTests.rmsDecibels(speech[...]) - FeedbackTests.rmsDecibels(y[...])
+    T.measured(
+      "feedback: speech alone: most notches \(notches.max()!), level changed by "
+        + String(format: "%.3f", change) + " dB")
+    #expect(notches.max()! == 0)
+  }
+
   @Test("Closed loop with speech: the suppressor adds at least 6 dB of stable gain")
   func addedStableGain() throws {
     let started = Date()

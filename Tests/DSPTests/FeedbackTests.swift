@@ -43,33 +43,38 @@ import Testing
     return 10 * log10(sum / Double(max(x.count, 1)) + 1e-30)
   }
 
-  /// A howl: noise at −46 dBFS, then from 0.5 s a 1234.5 Hz tone from −50 dBFS growing by
-  /// 60 dB/s up to −6 dBFS (and held there).
-  static func howl(frames: Int, onset: Int, stop: Int? = nil) -> [Float] {
+  /// A howl: uniform noise (peak −40 dBFS), then from `onset` a `hz` tone from −50 dBFS growing
+  /// by `rate` dB/s up to −6 dBFS (and held there until `stop`).
+  static func howl(
+    frames: Int, onset: Int, stop: Int? = nil, hz: Double = 1234.5, rate: Double = 60
+  ) -> [Float] {
     let noise = T.noise(frames: frames, amplitude: 0.01)
     return (0..<frames).map { n in
       guard n >= onset, n < (stop ?? frames) else { return noise[n] }
       let t = Double(n - onset) / T.sampleRate
-      let amplitude = min(0.003 * pow(10, 60 * t / 20), 0.5)
-      return noise[n] + Float(amplitude * sin(2 * Double.pi * 1234.5 * t))
+      let amplitude = min(0.003 * pow(10, rate * t / 20), 0.5)
+      return noise[n] + Float(amplitude * sin(2 * Double.pi * hz * t))
     }
   }
 
-  @Test("A howl is found within 200 ms of its onset and cut by at least 20 dB")
-  func howlIsCut() {
+  @Test(
+    "A howl is found within 200 ms of its onset and cut by at least 20 dB",
+    arguments: [(hz: 1234.5, rate: 60.0), (hz: 345.6, rate: 120), (hz: 2876.5, rate: 80)])
+  func howlIsCut(_ howl: (hz: Double, rate: Double)) {
     let onset = 24_000
     let frames = 96_000
-    let x = Self.howl(frames: frames, onset: onset)
+    let x = Self.howl(frames: frames, onset: onset, hz: howl.hz, rate: howl.rate)
     let (y, notches) = Self.run(x)
     #expect(notches[..<(onset / 64)].allSatisfy { $0 == 0 }, "no notch before the howl")
     let first = notches.firstIndex { $0 > 0 } ?? notches.count
     let detection = Double(first * 64 - onset) / T.sampleRate * 1000
-    T.measured("feedback: howl (1234.5 Hz, +60 dB/s from -50 dBFS) notched after \(Int(detection)) ms")
-    #expect(detection < 200)
     // Attenuation of the tone once it is loud, 0.5 s after the onset to the end.
     let window = (onset + 24_000)..<frames
-    let cut = Self.toneDecibels(x, hz: 1234.5, window) - Self.toneDecibels(y, hz: 1234.5, window)
-    T.measured("feedback: howl attenuated by \(String(format: "%.1f", cut)) dB")
+    let cut = Self.toneDecibels(x, hz: howl.hz, window) - Self.toneDecibels(y, hz: howl.hz, window)
+    T.measured(
+      "feedback: howl at \(howl.hz) Hz, +\(Int(howl.rate)) dB/s from -50 dBFS: notched after "
+        + "\(Int(detection)) ms, attenuated by \(String(format: "%.1f", cut)) dB")
+    #expect(detection < 200)
     #expect(cut >= 20)
     #expect(notches.last! == 1, "one notch for one howl")
   }
