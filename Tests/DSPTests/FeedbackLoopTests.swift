@@ -14,8 +14,13 @@ import Testing
 /// second of speech is at most 6 dB above the source's, and the last 0.4 s of a 1 s silence
 /// after the speech is at least 20 dB below it. The maximum stable G is found by raising G in
 /// 1 dB steps until the first unstable one, without the suppressor (the room alone) and with it.
+///
+/// With `FEEDBACK_DEBUG=1` in the environment, each run also prints every change of the number of
+/// notches and the output's strongest frequencies over the last second of speech.
 @Suite struct FeedbackLoopTests {
   typealias T = TestSignals
+
+  static let debug = ProcessInfo.processInfo.environment["FEEDBACK_DEBUG"] != nil
 
   /// A mono direct-form-I biquad for the room model.
   struct Section {
@@ -138,7 +143,7 @@ import Testing
             chain.process(left: l.baseAddress!, right: r.baseAddress!, frames: frames)
           }
         }
-        if ProcessInfo.processInfo.environment["FEEDBACK_DEBUG"] != nil, let activeIndex {
+        if debug, let activeIndex {
           let a = Int(chain.targets.value(activeIndex))
           if a != lastActive {
             print(
@@ -161,7 +166,7 @@ import Testing
     let sourceDecibels = rmsDecibels(source[0..<speechFrames])
     let speechEnd = rmsDecibels(output[(speechFrames - 48_000)..<speechFrames]) - sourceDecibels
     let tail = rmsDecibels(output[(n - 19_200)..<n]) - sourceDecibels
-    if ProcessInfo.processInfo.environment["FEEDBACK_DEBUG"] != nil {
+    if debug {
       let seg = Array(output[(speechFrames - 48_000)..<speechFrames])
       var peaks: [(Double, Double)] = []
       for hz in stride(from: 100.0, through: 6000, by: 4) {

@@ -248,6 +248,7 @@ final class HowlDetector {
     let delta = curvature < 0 ? min(max(0.5 * (a - g) / curvature, -0.5), 0.5) : 0
     let hz = (Float(k) + delta) * binHz
     let level = b - 0.25 * (a - g) * delta
+    guard hz.isFinite, level.isFinite else { return }
     let qualified = !isHarmonicPart(k, candidate.power)
     var t = -1
     var free = -1
@@ -261,7 +262,7 @@ final class HowlDetector {
     if t < 0 {
       guard free >= 0 else { return }
       t = free
-      tracks[t] = Track(hz: hz, referenceHz: hz, alive: true)
+      tracks[t] = Track(hz: hz, referenceHz: hz, absent: 1, alive: true)
     }
     var track = tracks[t]
     if track.absent == 0 { return }  // already matched at this hop by a stronger candidate
