@@ -12,11 +12,12 @@ let package = Package(
     .systemLibrary(name: "CSndfile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
     .systemLibrary(name: "CLilv", pkgConfig: "lilv-0", providers: [.apt(["liblilv-dev", "lv2-dev"])]),
     .systemLibrary(name: "CLo", pkgConfig: "liblo", providers: [.apt(["liblo-dev"])]),
+    .systemLibrary(name: "CFFTW", pkgConfig: "fftw3f", providers: [.apt(["libfftw3-dev"])]),
     // The C half of LV2 hosting: the variadic log functions and a lock-free log queue.
     .target(name: "CLV2Support"),
 
-    // Pure Swift voice DSP: no JACK, no lilv, no files.
-    .target(name: "DSP"),
+    // Pure Swift voice DSP: no JACK, no lilv, no files (FFTW for the feedback suppressor's analysis).
+    .target(name: "DSP", dependencies: ["CFFTW"]),
 
     // The engine/host layer: the JACK client and everything the audio thread touches.
     .target(name: "LiveMicEngine", dependencies: ["CJack", "DSP"]),

@@ -45,7 +45,7 @@ public enum ChainError: Error, Equatable, CustomStringConvertible {
 public enum BuiltinUnits {
   nonisolated(unsafe) public static let types: [any VoiceUnit.Type] = [
     InputGain.self, HighPass.self, NoiseGate.self, Equalizer.self, Compressor.self, Echo.self,
-    Reverb.self, Limiter.self, OutputVolume.self,
+    Reverb.self, FeedbackSuppressor.self, Limiter.self, OutputVolume.self,
   ]
   public static var typeNames: [String] { types.map { $0.typeName } }
 

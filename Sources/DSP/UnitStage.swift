@@ -35,14 +35,15 @@ public final class UnitStage<Unit: VoiceUnit>: UnitStageBase, ChainStage {
   private let parameterCount: Int
   /// 1 where the parameter is continuous (smoothed), 0 where it applies at once.
   private let smoothed: UnsafeMutablePointer<Bool>
+  /// The indices of the unit's read-only (`.output`) parameters, which the stage publishes.
+  private let outputs: UnsafeMutablePointer<Int>
+  private let outputCount: Int
   private let previous: UnsafeMutablePointer<Float>
   private let current: UnsafeMutablePointer<Float>
   private let fade: UnsafeMutablePointer<Fade>
   private let dryLeft: UnsafeMutablePointer<Float>
   private let dryRight: UnsafeMutablePointer<Float>
   private let dryCapacity: Int
-  /// The indices of the unit's read-only (`.output`) parameters, published after each sub-block.
-  private let outputs: UnsafeMutableBufferPointer<Int>
 
   /// The smoothing coefficient (for a full sub-block of `frames`), the bypass crossfade's
   /// position (1 = bypassed) and step.
@@ -76,12 +77,13 @@ public final class UnitStage<Unit: VoiceUnit>: UnitStageBase, ChainStage {
       current[i] = v
       smoothed[i] = i < specs.count && specs[i].kind == .continuous
     }
+    let outputIndices = specs.indices.filter { specs[$0].kind == .output }
+    outputCount = outputIndices.count
+    outputs = .allocate(capacity: max(outputCount, 1))
+    for (k, i) in outputIndices.enumerated() { outputs[k] = i }
     fade = .allocate(capacity: 1)
     fade.initialize(to: Fade(mix: current[specs.count] >= 0.5 ? 1 : 0))
     dryCapacity = maxFrames
-    let outputIndices = specs.indices.filter { specs[$0].kind == .output }
-    outputs = .allocate(capacity: outputIndices.count)
-    _ = outputs.initialize(from: outputIndices)
     dryLeft = .allocate(capacity: maxFrames)
     dryRight = .allocate(capacity: maxFrames)
   }
@@ -92,10 +94,10 @@ public final class UnitStage<Unit: VoiceUnit>: UnitStageBase, ChainStage {
     previous.deallocate()
     current.deallocate()
     smoothed.deallocate()
+    outputs.deallocate()
     fade.deallocate()
     dryLeft.deallocate()
     dryRight.deallocate()
-    outputs.deallocate()
   }
 
   public var latencyFrames: Int { unit.pointee.latencyFrames }
@@ -147,7 +149,10 @@ public final class UnitStage<Unit: VoiceUnit>: UnitStageBase, ChainStage {
     } else {
       crossfade(block, from: mix, to: bypassTarget)
     }
-    for i in outputs { targets.set(first &+ i, unit.pointee.outputValue(i)) }
+    for k in 0..<outputCount {
+      let i = outputs[k]
+      targets.set(first &+ i, unit.pointee.outputValue(i))
+    }
   }
 
   /// Runs the unit between copies of the dry signal and crossfades towards `target`.

@@ -33,14 +33,16 @@ public protocol VoiceUnit {
   /// Latency this unit adds, in frames (zero for every built-in unit).
   var latencyFrames: Int { get }
 
-  /// The value of the read-only parameter at `index` (a parameter of kind `.output`, such as a
-  /// gain reduction), published by the stage after each sub-block.
+  /// The value of the unit's read-only parameter at `index` (one of kind `.output`), which its
+  /// stage publishes after each sub-block the unit ran. Units without outputs need not implement it.
   /// - Realtime: safe
   func outputValue(_ index: Int) -> Float
 }
 
 extension VoiceUnit {
   public var latencyFrames: Int { 0 }
+
+  /// - Realtime: safe
   public func outputValue(_ index: Int) -> Float { 0 }
 }
 

@@ -1,0 +1,380 @@
+import CFFTW
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Serializes FFTW plan creation and destruction: only `fftwf_execute` is thread-safe.
+let fftwPlanLock = Mutex(())
+
+/// The spectral half of the feedback suppressor: finds sustained narrow-band peaks that behave
+/// like acoustic feedback (see docs/feedback.md for the criteria and their reasons).
+///
+/// Every hop (`size / 8` frames) the last `size` input frames (mono: the mean of both channels)
+/// are Hann-windowed and transformed with FFTW (a plan made in `init`, executed in place on
+/// preallocated buffers). Peaks that stand far above their neighbourhood and are not part of a
+/// harmonic series are followed from hop to hop as tracks; a track that stays at one frequency
+/// and either grows steadily (fast path) or persists (steady path) is reported as feedback.
+///
+/// Thread: made off the audio thread; `push` and `analyze` on the audio thread.
+final class HowlDetector {
+  /// Criteria derived from the unit's sensitivity.
+  struct Criteria {
+    /// Peak power over the mean power 4–8 bins away on both sides (linear power ratio).
+    var prominence: Float = 63
+    /// Growth (dB) over `fastHops` hops, and over `historyLength` hops times 1.5.
+    var growthDecibels: Float = 4
+    /// Qualified hops before a growing peak counts as feedback.
+    var fastHops = 6
+    /// Qualified hops before a steady peak counts as feedback.
+    var steadyHops = 47
+  }
+
+  /// One followed peak.
+  struct Track {
+    var hz: Float = 0
+    /// The frequency the track started at: a track whose peak moves further than
+    /// `stableBins` from it starts over (vibrato, speech melody).
+    var referenceHz: Float = 0
+    /// Hops the peak was present and qualified (prominent, not harmonic), since the start.
+    var hits = 0
+    /// Consecutive hops the peak was present but not qualified (more than 8 start it over).
+    var rejected = 0
+    /// Consecutive hops the peak was absent.
+    var absent = 0
+    var prominence: Float = 0
+    var alive = false
+  }
+
+  struct Candidate {
+    var bin = 0
+    var power: Float = 0
+  }
+
+  static let trackCount = 16
+  static let candidateCount = 8
+  static let historyLength = 16
+  /// Largest frequency movement (in bins) of a feedback track.
+  static let stableBins: Float = 0.35
+  /// Lowest and highest analysed frequencies.
+  static let lowHz: Float = 80
+  static let highHz: Float = 16_000
+  /// Lowest level (dBFS of a sinusoid) considered.
+  static let floorDecibels: Float = -70
+
+  let size: Int
+  let hop: Int
+  let binHz: Float
+  private let half: Int
+  private let lowBin: Int
+  private let highBin: Int
+  private let ring: UnsafeMutablePointer<Float>
+  private let window: UnsafeMutablePointer<Float>
+  private let input: UnsafeMutablePointer<Float>
+  private let spectrum: UnsafeMutablePointer<fftwf_complex>
+  private let power: UnsafeMutablePointer<Float>
+  private let plan: fftwf_plan
+  private let tracks: UnsafeMutablePointer<Track>
+  /// Per track, its last `historyLength` levels (dB), oldest first after `hits` wraps.
+  private let levels: UnsafeMutablePointer<Float>
+  private let candidates: UnsafeMutablePointer<Candidate>
+  private var candidateTotal = 0
+  /// Where the next input frame goes in `ring` (the oldest frame is there).
+  private var write = 0
+  private var sinceHop = 0
+  private let floorPower: Float
+  /// Frequencies (Hz) reported by the last `analyze`.
+  let detections: UnsafeMutablePointer<Float>
+  private(set) var detectionCount = 0
+
+  /// Sizes the FFT for `sampleRate` (4096 points at 44.1 and 48 kHz, about 85 ms) and makes its
+  /// plan. Not real-time.
+  init(sampleRate: Double) {
+    var n = 1024
+    while Double(n) < 0.08 * sampleRate { n *= 2 }
+    size = n
+    hop = n / 8
+    half = n / 2
+    binHz = Float(sampleRate) / Float(n)
+    lowBin = max(Int(Self.lowHz / binHz), 10)
+    highBin = min(Int(min(Self.highHz, Float(sampleRate) * 0.45) / binHz), half - 10)
+    ring = .allocate(capacity: n)
+    ring.initialize(repeating: 0, count: n)
+    window = .allocate(capacity: n)
+    for i in 0..<n { window[i] = Float(0.5 - 0.5 * cos(2 * Double.pi * Double(i) / Double(n))) }
+    input = fftwf_alloc_real(n)
+    input.initialize(repeating: 0, count: n)
+    spectrum = fftwf_alloc_complex(half + 1)
+    power = .allocate(capacity: half + 1)
+    power.initialize(repeating: 0, count: half + 1)
+    // (The plan crosses the lock's closure as an address: an `OpaquePointer` is not Sendable.)
+    let (i, s) = (UInt(bitPattern: input), UInt(bitPattern: spectrum))
+    let address = fftwPlanLock.withLock { _ in
+      UInt(
+        bitPattern: UnsafeMutableRawPointer(
+          fftwf_plan_dft_r2c_1d(
+            Int32(n), UnsafeMutablePointer(bitPattern: i), UnsafeMutablePointer(bitPattern: s),
+            UInt32(FFTW_ESTIMATE))))
+    }
+    plan = OpaquePointer(bitPattern: address)!
+    tracks = .allocate(capacity: Self.trackCount)
+    tracks.initialize(repeating: Track(), count: Self.trackCount)
+    levels = .allocate(capacity: Self.trackCount * Self.historyLength)
+    levels.initialize(repeating: 0, count: Self.trackCount * Self.historyLength)
+    candidates = .allocate(capacity: Self.candidateCount)
+    candidates.initialize(repeating: Candidate(), count: Self.candidateCount)
+    detections = .allocate(capacity: Self.candidateCount)
+    detections.initialize(repeating: 0, count: Self.candidateCount)
+    // A sinusoid of amplitude A peaks at |X| = A·n/4 through a Hann window: powers are scaled so
+    // that a full-scale sinusoid's peak bin is 1 (0 dB).
+    floorPower = powf(10, Self.floorDecibels / 10)
+  }
+
+  deinit {
+    let address = UInt(bitPattern: UnsafeMutableRawPointer(plan))
+    fftwPlanLock.withLock { _ in fftwf_destroy_plan(OpaquePointer(bitPattern: address)) }
+    fftwf_free(input)
+    fftwf_free(spectrum)
+    ring.deallocate()
+    window.deallocate()
+    power.deallocate()
+    tracks.deallocate()
+    levels.deallocate()
+    candidates.deallocate()
+    detections.deallocate()
+  }
+
+  /// Forgets the signal and every track.
+  /// - Realtime: safe
+  func reset() {
+    ring.update(repeating: 0, count: size)
+    (write, sinceHop, detectionCount) = (0, 0, 0)
+    tracks.update(repeating: Track(), count: Self.trackCount)
+  }
+
+  /// Appends a block's mono mix; true when a hop is complete (call `analyze`).
+  /// - Realtime: safe
+  func push(_ block: StereoBlock) -> Bool {
+    let mask = size - 1
+    var w = write
+    for f in 0..<block.frames {
+      ring[w] = 0.5 * (block.left[f] + block.right[f])
+      w = (w + 1) & mask
+    }
+    write = w
+    sinceHop += block.frames
+    if sinceHop < hop { return false }
+    sinceHop -= hop
+    return true
+  }
+
+  /// Analyses the last `size` frames; fills `detections` with the frequencies of the tracks that
+  /// became feedback at this hop and returns their count. Bounded time: one FFT, one pass over
+  /// the bins, a few dozen operations per candidate and track.
+  /// - Realtime: safe
+  func analyze(_ c: Criteria) -> Int {
+    let mask = size - 1
+    for i in 0..<size { input[i] = ring[(write &+ i) & mask] * window[i] }
+    fftwf_execute(plan)
+    let scale = 16 / (Float(size) * Float(size))
+    for k in 0...half {
+      let (re, im) = spectrum[k]
+      power[k] = (re * re + im * im) * scale
+    }
+    findCandidates(c.prominence)
+    for t in 0..<Self.trackCount where tracks[t].alive { tracks[t].absent += 1 }
+    for i in 0..<candidateTotal { follow(candidates[i]) }
+    detectionCount = 0
+    for t in 0..<Self.trackCount where tracks[t].alive {
+      if tracks[t].absent > 2 {
+        tracks[t].alive = false
+        continue
+      }
+      if isFeedback(t, c) {
+        detections[detectionCount] = tracks[t].hz
+        detectionCount += 1
+        // Reported once: if the howl goes on (the notch is not deep enough), it is reported again
+        // after as many hops.
+        tracks[t].hits = 0
+        if detectionCount == Self.candidateCount { break }
+      }
+    }
+    return detectionCount
+  }
+
+  /// The mean power 4–8 bins either side of `k` (outside a Hann window's main lobe).
+  /// - Realtime: safe
+  @inline(__always)
+  private func sidePower(_ k: Int) -> Float {
+    var side: Float = 0
+    for j in 4...8 { side += power[k - j] + power[k + j] }
+    return side * 0.1
+  }
+
+  /// The strongest local maxima above the floor that are at least `prominence` times their
+  /// sides' mean power, strongest first.
+  /// - Realtime: safe
+  private func findCandidates(_ prominence: Float) {
+    candidateTotal = 0
+    for k in lowBin...highBin {
+      let p = power[k]
+      if p <= floorPower || p <= power[k - 1] || p < power[k + 1] { continue }
+      if candidateTotal == Self.candidateCount && p <= candidates[Self.candidateCount - 1].power { continue }
+      if p < prominence * sidePower(k) { continue }
+      // Insertion into the sorted list.
+      var i = min(candidateTotal, Self.candidateCount - 1)
+      while i > 0 && candidates[i - 1].power < p {
+        candidates[i] = candidates[i - 1]
+        i -= 1
+      }
+      candidates[i] = Candidate(bin: k, power: p)
+      candidateTotal = min(candidateTotal + 1, Self.candidateCount)
+    }
+  }
+
+  /// Power in dB, floored.
+  /// - Realtime: safe
+  @inline(__always)
+  private func decibels(_ p: Float) -> Float { 10 * log10f(max(p, 1e-20)) }
+
+  /// Matches a candidate to a track (or starts one) and updates the track.
+  /// - Realtime: safe
+  private func follow(_ candidate: Candidate) {
+    let k = candidate.bin
+    // Parabolic interpolation of the log-magnitude peak.
+    let (a, b, g) = (decibels(power[k - 1]), decibels(candidate.power), decibels(power[k + 1]))
+    let curvature = a - 2 * b + g
+    let delta = curvature < 0 ? min(max(0.5 * (a - g) / curvature, -0.5), 0.5) : 0
+    let hz = (Float(k) + delta) * binHz
+    let level = b - 0.25 * (a - g) * delta
+    guard hz.isFinite, level.isFinite else { return }
+    let qualified = !isHarmonicPart(k, candidate.power)
+    var t = -1
+    var free = -1
+    for i in 0..<Self.trackCount {
+      if tracks[i].alive {
+        if abs(tracks[i].hz - hz) < binHz { t = i }
+      } else if free < 0 {
+        free = i
+      }
+    }
+    if t < 0 {
+      guard free >= 0 else { return }
+      t = free
+      tracks[t] = Track(hz: hz, referenceHz: hz, absent: 1, alive: true)
+    }
+    var track = tracks[t]
+    if track.absent == 0 { return }  // already matched at this hop by a stronger candidate
+    track.absent = 0
+    track.hz = hz
+    track.prominence = candidate.power / max(sidePower(k), 1e-30)
+    if abs(hz - track.referenceHz) > Self.stableBins * binHz {
+      // Moved: not feedback (vibrato, melody); start over from here.
+      (track.referenceHz, track.hits, track.rejected) = (hz, 0, 0)
+    }
+    if qualified {
+      levels[t * Self.historyLength + track.hits % Self.historyLength] = level
+      track.hits += 1
+      track.rejected = 0
+    } else {
+      track.rejected += 1
+      if track.rejected > 8 { track.hits = 0 }
+    }
+    tracks[t] = track
+  }
+
+  /// The track's level `back` qualified hops before its latest one.
+  /// - Realtime: safe
+  @inline(__always)
+  private func level(_ t: Int, back: Int) -> Float {
+    let hits = tracks[t].hits
+    return levels[t * Self.historyLength + (hits - 1 - back) % Self.historyLength]
+  }
+
+  /// Whether track `t` is feedback now: it grew steadily (about linearly in dB, as a howl grows
+  /// exponentially — not a tone's onset filling the window, which slows down) over the last
+  /// hops, or it has persisted, prominent, for `steadyHops`.
+  /// - Realtime: safe
+  private func isFeedback(_ t: Int, _ c: Criteria) -> Bool {
+    let track = tracks[t]
+    if track.absent > 0 || track.rejected > 0 { return false }
+    if track.hits >= c.steadyHops && track.prominence >= 4 * c.prominence { return true }
+    return grew(t, over: c.fastHops, by: c.growthDecibels)
+      || grew(t, over: Self.historyLength - 1, by: 1.5 * c.growthDecibels)
+  }
+
+  /// Whether track `t`'s level rose by `needed` dB over its last `span` qualified hops, the
+  /// second half of the span by at least 0.3 times as much as the first.
+  /// - Realtime: safe
+  @inline(__always)
+  private func grew(_ t: Int, over span: Int, by needed: Float) -> Bool {
+    if tracks[t].hits <= span { return false }
+    let now = level(t, back: 0)
+    let middle = level(t, back: span / 2)
+    let start = level(t, back: span)
+    let (first, second) = (middle - start, now - middle)
+    return now - start >= needed && second >= 0.3 * first
+  }
+
+  /// Whether bin `k` looks like part of a harmonic series: a prominent peak within 12 dB of it at
+  /// its octave, at one of its subharmonics, or two such peaks equally spaced around it or below
+  /// it (its neighbours in a series of any fundamental from 70 to 500 Hz).
+  /// - Realtime: safe
+  private func isHarmonicPart(_ k: Int, _ p: Float) -> Bool {
+    let minimum = p * 0.063
+    let f = Float(k)
+    if hasPeak(near: 2 * f, above: minimum) || hasPeak(near: f / 2, above: minimum)
+      || hasPeak(near: f / 3, above: minimum)
+    {
+      return true
+    }
+    // Equal spacing: peaks at f − d and f + d, or f − d and f − 2d.
+    let lowestSpacing = max(Int(70 / binHz), 3)
+    let highestSpacing = min(Int(500 / binHz), k - lowBin)
+    if lowestSpacing > highestSpacing { return false }
+    var d = lowestSpacing
+    while d <= highestSpacing {
+      if let below = peak(near: k - d, above: minimum) {
+        let spacing = k - below
+        if hasPeak(near: Float(k + spacing), above: minimum)
+          || hasPeak(near: Float(k - 2 * spacing), above: minimum)
+        {
+          return true
+        }
+        d = spacing + 2
+      } else {
+        d += 3
+      }
+    }
+    return false
+  }
+
+  /// Whether there is a local maximum within about ±1.5 % (at least ±1 bin) of bin position `x`
+  /// with power above `minimum`, at least 4 times its sides' mean power.
+  /// - Realtime: safe
+  @inline(__always)
+  private func hasPeak(near x: Float, above minimum: Float) -> Bool {
+    let tolerance = max(Int(0.015 * x), 1)
+    let center = Int(x.rounded())
+    guard center - tolerance >= 10, center + tolerance <= half - 10 else { return false }
+    var best = center - tolerance
+    for i in (center - tolerance)...(center + tolerance) where power[i] > power[best] { best = i }
+    let q = power[best]
+    return q > minimum && q >= power[best - 1] && q >= power[best + 1] && q >= 4 * sidePower(best)
+  }
+
+  /// The bin of a peak as `hasPeak` finds it within ±1 bin of `k`, or nil.
+  /// - Realtime: safe
+  @inline(__always)
+  private func peak(near k: Int, above minimum: Float) -> Int? {
+    guard k - 1 >= 10, k + 1 <= half - 10 else { return nil }
+    var best = k - 1
+    for i in k...(k + 1) where power[i] > power[best] { best = i }
+    let q = power[best]
+    if q > minimum && q >= power[best - 1] && q >= power[best + 1] && q >= 4 * sidePower(best) {
+      return best
+    }
+    return nil
+  }
+}

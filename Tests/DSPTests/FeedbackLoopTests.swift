@@ -1,0 +1,252 @@
+import DSP
+import Foundation
+import Testing
+
+/// The feedback suppressor's acceptance test, by simulation: a closed acoustic loop, offline.
+///
+/// The chain's output goes through a room model — a loudspeaker band (high-pass 150 Hz,
+/// low-pass 6 kHz), four room/speaker/microphone resonances (peaking biquads +8…+11 dB), a soft
+/// saturation at full scale (the amplifier), a 15 ms delay and a broadband gain G — and is added
+/// to the source (real speech from espeak-ng) to make the chain's next input. Blocks are 64
+/// frames, shorter than the loop's delay.
+///
+/// G is stable when the output stays bounded and no tone sustains itself: the RMS of the last
+/// second of speech is at most 6 dB above the source's, and the last 0.4 s of a 1 s silence
+/// after the speech is at least 20 dB below it. The maximum stable G is found by raising G in
+/// 1 dB steps until the first unstable one, without the suppressor (the room alone) and with it.
+///
+/// With `FEEDBACK_DEBUG=1` in the environment, each run also prints every change of the number of
+/// notches and the output's strongest frequencies over the last second of speech.
+@Suite struct FeedbackLoopTests {
+  typealias T = TestSignals
+
+  static let debug = ProcessInfo.processInfo.environment["FEEDBACK_DEBUG"] != nil
+
+  /// A mono direct-form-I biquad for the room model.
+  struct Section {
+    let c: BiquadCoefficients
+    var x1: Float = 0, x2: Float = 0, y1: Float = 0, y2: Float = 0
+    init(_ c: BiquadCoefficients) { self.c = c }
+    mutating func step(_ x: Float) -> Float {
+      let y = c.b0 * x + c.b1 * x1 + c.b2 * x2 - c.a1 * y1 - c.a2 * y2
+      (x2, x1, y2, y1) = (x1, x, y1, y)
+      return y
+    }
+  }
+
+  static let fs = T.sampleRate
+  static let delayFrames = 720  // 15 ms
+  static let block = 64
+  static let resonances: [(hz: Double, gainDecibels: Double, q: Double)] = [
+    (520, 9, 6), (1250, 11, 8), (2300, 10, 8), (3400, 8, 10),
+  ]
+
+  /// The room's filters: loudspeaker band, then the resonances.
+  static func roomSections() -> [Section] {
+    var low = BiquadCoefficients()
+    // RBJ low-pass at 6 kHz, Q 0.707 (BiquadCoefficients has no low-pass constructor).
+    let w = 2 * Double.pi * 6000 / fs
+    let (c, alpha) = (cos(w), sin(w) / (2 * 0.707))
+    let a0 = 1 + alpha
+    (low.b0, low.b1, low.b2) = (Float((1 - c) / 2 / a0), Float((1 - c) / a0), Float((1 - c) / 2 / a0))
+    (low.a1, low.a2) = (Float(-2 * c / a0), Float((1 - alpha) / a0))
+    return [Section(.highPass(frequencyHz: 150, q: 0.707, sampleRate: fs)), Section(low)]
+      + resonances.map {
+        Section(.peaking(frequencyHz: $0.hz, q: $0.q, gainDecibels: $0.gainDecibels, sampleRate: fs))
+      }
+  }
+
+  /// The room's largest gain (dB, at G = 0 dB) and where, on a 1 Hz grid.
+  static func roomPeak() -> (decibels: Double, hz: Double) {
+    let sections = roomSections()
+    var best = (decibels: -1000.0, hz: 0.0)
+    for hz in stride(from: 50.0, through: 12_000, by: 1) {
+      let d = sections.reduce(0) { $0 + $1.c.magnitudeDecibels(atHz: hz, sampleRate: fs) }
+      if d > best.decibels { best = (d, hz) }
+    }
+    return best
+  }
+
+  /// Speech from espeak-ng, at 48 kHz, scaled to an RMS of −20 dBFS; nil (with a recorded
+  /// issue) when espeak-ng or sox is missing.
+  static func speech(_ text: String) throws -> [Float]? {
+    guard
+      let espeak = ["/usr/bin/espeak-ng", "/usr/local/bin/espeak-ng"].first(where: {
+        FileManager.default.isExecutableFile(atPath: $0)
+      })
+    else {
+      Issue.record("espeak-ng is not installed (apt-get install espeak-ng, or scripts/setup --test)")
+      return nil
+    }
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("dsptests-speech-\(UUID())")
+    try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: dir) }
+    let raw = dir.appendingPathComponent("raw.wav")
+    let speaker = Process()
+    speaker.executableURL = URL(fileURLWithPath: espeak)
+    speaker.arguments = ["-s", "170", "-w", raw.path, text]
+    speaker.standardOutput = FileHandle.nullDevice
+    speaker.standardError = FileHandle.nullDevice
+    try speaker.run()
+    speaker.waitUntilExit()
+    guard speaker.terminationStatus == 0 else {
+      Issue.record("espeak-ng failed (\(speaker.terminationStatus))")
+      return nil
+    }
+    let resampled = dir.appendingPathComponent("speech.wav")
+    let result = try Sox.run([raw.path, "-e", "floating-point", "-b", "32", "-r", "48000", resampled.path])
+    guard result.status == 0 else {
+      Issue.record("sox could not resample the speech (\(result.status)): \(result.stderr)")
+      return nil
+    }
+    var x = try FloatWAV.read(resampled)
+    let rms = sqrt(x.reduce(0) { $0 + Double($1) * Double($1) } / Double(x.count))
+    let scale = Float(0.1 / rms)
+    for i in x.indices { x[i] *= scale }
+    return x
+  }
+
+  struct Outcome {
+    var stable: Bool
+    var speechEndDecibels: Double
+    var tailDecibels: Double
+    var notches: Int
+  }
+
+  /// Runs the loop at broadband gain `gainDecibels`, with the suppressor or without it; levels
+  /// relative to the source's RMS.
+  static func run(_ source: [Float], speechFrames: Int, gainDecibels: Double, suppressor: Bool) -> Outcome {
+    let chain: VoiceChain? = suppressor ? T.chain("feedback") : nil
+    let activeIndex = chain?.parameter("feedback.active_notches")?.index
+    var sections = roomSections()
+    let g = Float(pow(10, gainDecibels / 20))
+    let n = source.count
+    // The room's output, delayed: ring[k] is heard at frame k (mod size) of the input.
+    let size = 1 << 12
+    var ring = [Float](repeating: 0, count: size)
+    var output = [Float](repeating: 0, count: n)
+    var left = [Float](repeating: 0, count: block)
+    var right = [Float](repeating: 0, count: block)
+    var offset = 0
+    var lastActive = 0
+    while offset < n {
+      let frames = min(block, n - offset)
+      for f in 0..<frames {
+        let i = offset + f
+        left[f] = source[i] + ring[i & (size - 1)]
+        ring[i & (size - 1)] = 0
+      }
+      if let chain {
+        for f in 0..<frames { right[f] = left[f] }
+        left.withUnsafeMutableBufferPointer { l in
+          right.withUnsafeMutableBufferPointer { r in
+            chain.process(left: l.baseAddress!, right: r.baseAddress!, frames: frames)
+          }
+        }
+        if debug, let activeIndex {
+          let a = Int(chain.targets.value(activeIndex))
+          if a != lastActive {
+            print(
+              "  t=\(String(format: "%.3f", Double(offset) / fs)) notches \(a) strongest \(chain.targets.value(activeIndex + 1))"
+            )
+            lastActive = a
+          }
+        }
+      }
+      for f in 0..<frames {
+        let y = left[f].isFinite ? left[f] : 0
+        output[offset + f] = y
+        var z = y
+        for s in sections.indices { z = sections[s].step(z) }
+        // Soft saturation at full scale (the amplifier), then the loop's gain.
+        ring[(offset + f + delayFrames) & (size - 1)] = g * tanhf(z)
+      }
+      offset += frames
+    }
+    let sourceDecibels = rmsDecibels(source[0..<speechFrames])
+    let speechEnd = rmsDecibels(output[(speechFrames - 48_000)..<speechFrames]) - sourceDecibels
+    let tail = rmsDecibels(output[(n - 19_200)..<n]) - sourceDecibels
+    if debug {
+      let seg = Array(output[(speechFrames - 48_000)..<speechFrames])
+      var peaks: [(Double, Double)] = []
+      for hz in stride(from: 100.0, through: 6000, by: 4) {
+        peaks.append((T.magnitudeDecibels(seg, atHz: hz) - 20 * log10(24_000), hz))
+      }
+      peaks.sort { $0.0 > $1.0 }
+      print(
+        "  spectrum top: "
+          + peaks.prefix(6).map { String(format: "%.0f Hz %.1f dB", $0.1, $0.0) }.joined(separator: ", "))
+    }
+    let notches = activeIndex.map { Int(chain!.targets.value($0)) } ?? 0
+    return Outcome(
+      stable: speechEnd <= 6 && tail <= -20, speechEndDecibels: speechEnd, tailDecibels: tail,
+      notches: notches)
+  }
+
+  static func rmsDecibels(_ x: ArraySlice<Float>) -> Double {
+    var sum = 0.0
+    for v in x { sum += Double(v) * Double(v) }
+    return 10 * log10(sum / Double(max(x.count, 1)) + 1e-30)
+  }
+
+  /// Raises G from `start` in 1 dB steps; returns the last stable G (nil if `start` is not).
+  static func maximumStableGain(
+    _ source: [Float], speechFrames: Int, from start: Double, suppressor: Bool, label: String
+  ) -> Double? {
+    var best: Double?
+    var g = start
+    while g < start + 30 {
+      let o = run(source, speechFrames: speechFrames, gainDecibels: g, suppressor: suppressor)
+      print(
+        "[loop] \(label) G \(g) dB: \(o.stable ? "stable" : "unstable"), speech end "
+          + String(format: "%+.1f", o.speechEndDecibels) + " dB, tail "
+          + String(format: "%+.1f", o.tailDecibels)
+          + " dB, notches \(o.notches)")
+      if !o.stable { break }
+      best = g
+      g += 1
+    }
+    return best
+  }
+
+  @Test("Speech alone (no loop) gets no notch")
+  func speechAlone() throws {
+    guard
+      let speech = try Self.speech(
+        "Testing the feedback suppressor: one, two, three, four, five. Aaaaah, ooooh, mmmmm.")
+    else { return }
+    let (y, notches) = FeedbackTests.run(speech)
+    let change = FeedbackTests.rmsDecibels(speech[...]) - FeedbackTests.rmsDecibels(y[...])
+    T.measured(
+      "feedback: speech alone: most notches \(notches.max()!), level changed by "
+        + String(format: "%.3f", change) + " dB")
+    #expect(notches.max()! == 0)
+  }
+
+  @Test("Closed loop with speech: the suppressor adds at least 6 dB of stable gain")
+  func addedStableGain() throws {
+    let started = Date()
+    guard
+      let speech = try Self.speech(
+        "Testing the feedback suppressor: one, two, three, four, five.")
+    else { return }
+    let source = speech + [Float](repeating: 0, count: 48_000)
+    let peak = Self.roomPeak()
+    T.measured(
+      "feedback loop: room peak " + String(format: "%+.1f dB at %.0f Hz", peak.decibels, peak.hz)
+        + ", speech \(String(format: "%.2f", Double(speech.count) / Self.fs)) s")
+    // Without the suppressor the limit is near −peak (where the loop's phase lines up).
+    let start = (-peak.decibels).rounded(.down) - 3
+    let without = try #require(
+      Self.maximumStableGain(
+        source, speechFrames: speech.count, from: start, suppressor: false, label: "without"))
+    let with =
+      Self.maximumStableGain(
+        source, speechFrames: speech.count, from: without, suppressor: true, label: "with")
+      ?? -.infinity
+    T.measured(
+      "feedback loop: maximum stable gain without the suppressor \(without) dB, with it \(with) dB: added "
+        + "\(with - without) dB (in \(String(format: "%.1f", Date().timeIntervalSince(started))) s)")
+    #expect(with - without >= 6)
+  }
+}
