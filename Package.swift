@@ -12,11 +12,13 @@ let package = Package(
     .systemLibrary(name: "CSndfile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
     .systemLibrary(name: "CLilv", pkgConfig: "lilv-0", providers: [.apt(["liblilv-dev", "lv2-dev"])]),
     .systemLibrary(name: "CLo", pkgConfig: "liblo", providers: [.apt(["liblo-dev"])]),
+    .systemLibrary(name: "CSpeexDSP", pkgConfig: "speexdsp", providers: [.apt(["libspeexdsp-dev"])]),
     // The C half of LV2 hosting: the variadic log functions and a lock-free log queue.
     .target(name: "CLV2Support"),
 
-    // Pure Swift voice DSP: no JACK, no lilv, no files.
-    .target(name: "DSP"),
+    // Voice DSP: no JACK, no lilv, no files; speexdsp for noise suppression and echo
+    // cancellation, everything else pure Swift.
+    .target(name: "DSP", dependencies: ["CSpeexDSP"]),
 
     // The engine/host layer: the JACK client and everything the audio thread touches.
     .target(name: "LiveMicEngine", dependencies: ["CJack", "DSP"]),
