@@ -3,14 +3,15 @@ import CSpeexDSP
 /// Noise suppression with speexdsp's preprocessor (spectral MMSE estimation of steady noise).
 ///
 /// Mono: it processes the mean of both channels and writes the result to both (LiveMic's input
-/// is one microphone, copied to both channels unless `-i 2`). Latency: one speexdsp frame
-/// (`SpeexFrames.frameSize`, 480 frames = 10 ms at 48 kHz), declared in `latencyFrames`.
+/// is one microphone, copied to both channels unless `-i 2`). Latency: two 5 ms speexdsp frames
+/// (the FIFO's and the preprocessor's overlap-add), 480 frames = 10 ms at 48 kHz, declared in
+/// `latencyFrames`.
 /// The preprocessor's VAD, AGC and dereverberation stay off; `reset` clears the frame FIFO but
 /// keeps the noise estimate (speexdsp has no reset for it, and the noise has not changed).
 public struct Denoise: VoiceUnit {
   public static let typeName = "denoise"
   public static let summary =
-    "Noise suppression (speexdsp) of steady background noise; mono (both channels get the processed mean), adds one 10 ms frame of latency."
+    "Noise suppression (speexdsp) of steady background noise; mono (both channels get the processed mean), adds 10 ms of latency."
   public static let parameters = [
     ParameterSpec(
       "suppression_db", unit: "dB", range: 0...60, default: 25,
@@ -24,10 +25,15 @@ public struct Denoise: VoiceUnit {
 
   public init() {}
 
-  public var latencyFrames: Int { engine?.buffers.frame ?? 0 }
+  /// The speexdsp frame. The preprocessor's output lags its input by one frame (its overlap-add
+  /// synthesis) on top of the FIFO's frame: 5 ms frames make 10 ms of latency.
+  public static let frameMilliseconds = 5.0
+
+  /// Two frames: the FIFO's and the preprocessor's own.
+  public var latencyFrames: Int { 2 * (engine?.buffers.frame ?? 0) }
 
   public mutating func prepare(sampleRate: Double, maxFrames: Int, parameters: ParameterValues) {
-    engine = Engine(frame: SpeexFrames.frameSize(sampleRate: sampleRate), sampleRate: Int32(sampleRate))
+    engine = Engine(frame: SpeexFrames.frameSize(sampleRate: sampleRate, milliseconds: Self.frameMilliseconds), sampleRate: Int32(sampleRate))
     appliedSuppression = -1
   }
 

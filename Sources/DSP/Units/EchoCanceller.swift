@@ -44,7 +44,7 @@ public struct EchoCanceller: VoiceUnit {
   public var latencyFrames: Int { engine?.buffers.frame ?? 0 }
 
   public mutating func prepare(sampleRate: Double, maxFrames: Int, parameters: ParameterValues) {
-    let frame = SpeexFrames.frameSize(sampleRate: sampleRate)
+    let frame = SpeexFrames.frameSize(sampleRate: sampleRate, milliseconds: 10)
     let tail = Int((Self.tailMilliseconds / 1000 * sampleRate / Double(frame)).rounded(.up)) * frame
     engine = Engine(frame: frame, tail: tail, sampleRate: Int32(sampleRate))
     appliedResidual = -1

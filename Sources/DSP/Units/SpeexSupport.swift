@@ -7,10 +7,11 @@ import CSpeexDSP
 /// both channels) into a frame; once it is full it is processed and played out while the next
 /// one is collected, so the output lags the input by exactly one frame (`latencyFrames`).
 enum SpeexFrames {
-  /// The frame length for `sampleRate`: the number nearest 10 ms whose only prime factors are 2,
-  /// 3 and 5 (speexdsp's FFT sizes are twice the frame): 480 at 48 kHz, 450 at 44.1 kHz.
-  static func frameSize(sampleRate: Double) -> Int {
-    let target = max(Int((sampleRate / 100).rounded()), 16)
+  /// The frame length for `sampleRate`: the number nearest `milliseconds` whose only prime
+  /// factors are 2, 3 and 5 (speexdsp's FFT sizes are twice the frame): for 10 ms, 480 at 48 kHz
+  /// and 450 at 44.1 kHz.
+  static func frameSize(sampleRate: Double, milliseconds: Double) -> Int {
+    let target = max(Int((sampleRate * milliseconds / 1000).rounded()), 16)
     func smooth(_ n: Int) -> Bool {
       var m = n
       for p in [2, 3, 5] { while m % p == 0 { m /= p } }
