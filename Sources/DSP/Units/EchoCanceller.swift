@@ -5,9 +5,10 @@ import CSpeexDSP
 /// may pick up again.
 ///
 /// Mono, like `denoise`: the near end is the mean of both input channels, the reference the mean
-/// of both output channels, and the result goes to both channels. Latency: one speexdsp frame
-/// (480 frames = 10 ms at 48 kHz), declared in `latencyFrames`. The adaptive filter models
-/// echo paths up to `tailMilliseconds` long.
+/// of both output channels, and the result goes to both channels. Latency: two 5 ms speexdsp
+/// frames (the FIFO's and the residual echo suppressor's overlap-add), 480 frames = 10 ms at
+/// 48 kHz, declared in `latencyFrames`. The adaptive filter models echo paths up to
+/// `tailMilliseconds` long.
 ///
 /// Timing: the chain hands its output to the unit after each block (`receiveReference`), so
 /// while the unit processes block k it has the reference up to the start of block k only. Frame
@@ -17,16 +18,18 @@ import CSpeexDSP
 /// earliest one capture plus one playback period later, ≥ 2B). The filter thus models the echo
 /// path minus B frames; a change of block size resets it. `reset` clears the filter and FIFOs.
 ///
-/// `residual_db` > 0 adds speexdsp's residual echo suppressor (a preprocessor linked to the
-/// canceller, with its noise suppression at 0 dB so that it only acts on echo).
+/// After the canceller, speexdsp's residual echo suppressor (a preprocessor linked to the
+/// canceller, its noise suppression at 0 dB so that it acts on echo only) attenuates what echo
+/// is left by up to `residual_db`. It always runs, so that the latency does not depend on the
+/// setting; at 0 dB it passes the signal unchanged (to 16-bit rounding).
 public struct EchoCanceller: VoiceUnit {
   public static let typeName = "aec"
   public static let summary =
-    "Echo cancellation (speexdsp) of LiveMic's own output picked up by the microphone; mono, adds one 10 ms frame of latency."
+    "Echo cancellation (speexdsp) of LiveMic's own output picked up by the microphone; mono, adds 10 ms of latency."
   public static let parameters = [
     ParameterSpec(
-      "residual_db", unit: "dB", range: 0...60, default: 0,
-      "Extra suppression of the echo left after cancellation (0 turns the suppressor off; whole dB).")
+      "residual_db", unit: "dB", range: 0...60, default: 0, kind: .integer,
+      "Largest extra attenuation of the echo left after cancellation (0: none; whole dB).")
   ]
   public static var wantsReference: Bool { true }
 
@@ -41,10 +44,14 @@ public struct EchoCanceller: VoiceUnit {
 
   public init() {}
 
-  public var latencyFrames: Int { engine?.buffers.frame ?? 0 }
+  /// The speexdsp frame.
+  public static let frameMilliseconds = 5.0
+
+  /// Two frames: the FIFO's and the residual suppressor's own.
+  public var latencyFrames: Int { 2 * (engine?.buffers.frame ?? 0) }
 
   public mutating func prepare(sampleRate: Double, maxFrames: Int, parameters: ParameterValues) {
-    let frame = SpeexFrames.frameSize(sampleRate: sampleRate, milliseconds: 10)
+    let frame = SpeexFrames.frameSize(sampleRate: sampleRate, milliseconds: Self.frameMilliseconds)
     let tail = Int((Self.tailMilliseconds / 1000 * sampleRate / Double(frame)).rounded(.up)) * frame
     engine = Engine(frame: frame, tail: tail, sampleRate: Int32(sampleRate))
     appliedResidual = -1
@@ -85,7 +92,6 @@ public struct EchoCanceller: VoiceUnit {
     private var referenceTotal = 0
     /// How far behind the near end the reference frame is taken: the last block size.
     private var lag = 0
-    private var residualOn = false
 
     init(frame: Int, tail: Int, sampleRate: Int32) {
       buffers = SpeexFrameBuffers(frame: frame)
@@ -122,10 +128,9 @@ public struct EchoCanceller: VoiceUnit {
       referenceTotal = 0
     }
 
-    /// Sets the residual echo suppression (0: off).
+    /// Sets the residual echo suppression (0 dB: none).
     /// - Realtime: safe
     func setResidual(decibels: Float) {
-      residualOn = decibels > 0
       argument.pointee = -Int32(decibels)
       speex_preprocess_ctl(residual, SPEEX_PREPROCESS_SET_ECHO_SUPPRESS, argument)
       speex_preprocess_ctl(residual, SPEEX_PREPROCESS_SET_ECHO_SUPPRESS_ACTIVE, argument)
@@ -148,7 +153,7 @@ public struct EchoCanceller: VoiceUnit {
         buffers.far.update(repeating: 0, count: frame)
       }
       speex_echo_cancellation(echo, buffers.near, buffers.far, buffers.out)
-      if residualOn { _ = speex_preprocess_run(residual, buffers.out) }
+      _ = speex_preprocess_run(residual, buffers.out)
       buffers.setReady(from: buffers.out)
     }
 
