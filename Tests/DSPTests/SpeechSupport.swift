@@ -17,7 +17,8 @@ enum Speech {
       Issue.record("espeak-ng and sox are needed (scripts/setup --test installs them)")
       return nil
     }
-    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("dsptests-speech-\(UUID().uuidString)")
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent(
+      "dsptests-speech-\(UUID().uuidString)")
     do {
       try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
       defer { try? FileManager.default.removeItem(at: dir) }

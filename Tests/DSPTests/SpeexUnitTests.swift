@@ -17,7 +17,8 @@ import Testing
       let y = T.processMono(chain, x, blockSize: 100)
       let onset = T.firstIndex(of: y, above: 0.01)
       #expect(onset.map { abs($0 - 4480) <= 2 } ?? false, "\(type): onset at \(String(describing: onset))")
-      T.measured("\(type): latency \(chain.latencyFrames) frames, tone onset at \(onset ?? -1) for input onset 4000")
+      T.measured(
+        "\(type): latency \(chain.latencyFrames) frames, tone onset at \(onset ?? -1) for input onset 4000")
     }
   }
 
@@ -40,11 +41,15 @@ import Testing
     let y = T.processMono(chain, noisy + [Float](repeating: 0, count: latency))
     let range = lead..<clean.count
     let before = Speech.siSNR(noisy[range], reference: clean[range])
-    let after = Speech.siSNR(y[(range.lowerBound + latency)..<(range.upperBound + latency)], reference: clean[range])
+    let after = Speech.siSNR(
+      y[(range.lowerBound + latency)..<(range.upperBound + latency)], reference: clean[range])
     // Noise alone (the lead, after the estimator's first half second): attenuation.
     let quiet = 24_000..<lead
     let attenuation =
-      10 * log10(Speech.energy(noisy[quiet]) / Speech.energy(y[(quiet.lowerBound + latency)..<(quiet.upperBound + latency)]))
+      10
+      * log10(
+        Speech.energy(noisy[quiet])
+          / Speech.energy(y[(quiet.lowerBound + latency)..<(quiet.upperBound + latency)]))
     T.measured(
       "denoise (suppression 25 dB): SI-SNR \(String(format: "%.1f", before)) → \(String(format: "%.1f", after)) dB (+\(String(format: "%.1f", after - before))); noise alone attenuated \(String(format: "%.1f", attenuation)) dB"
     )
@@ -84,11 +89,17 @@ import Testing
     let latency = harness.unit.latencyFrames
     let window = (frames - 2 * 48_000)..<(frames - latency)
     let erle =
-      10 * log10(Speech.energy(echo[window]) / Speech.energy(output[(window.lowerBound + latency)..<(window.upperBound + latency)]))
+      10
+      * log10(
+        Speech.energy(echo[window])
+          / Speech.energy(output[(window.lowerBound + latency)..<(window.upperBound + latency)]))
     let first =
-      10 * log10(Speech.energy(echo[48_000..<96_000]) / Speech.energy(output[(48_000 + latency)..<(96_000 + latency)]))
+      10
+      * log10(
+        Speech.energy(echo[48_000..<96_000]) / Speech.energy(output[(48_000 + latency)..<(96_000 + latency)]))
     T.measured(
-      "aec: ERLE \(String(format: "%.1f", erle)) dB over the last 2 s (\(String(format: "%.1f", first)) dB in the second second)")
+      "aec: ERLE \(String(format: "%.1f", erle)) dB over the last 2 s (\(String(format: "%.1f", first)) dB in the second second)"
+    )
     #expect(erle >= 15, "ERLE \(erle) dB")
   }
 

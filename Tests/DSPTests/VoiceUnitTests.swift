@@ -14,7 +14,8 @@ import Testing
     var (l, r) = (x, x)
     l.withUnsafeMutableBufferPointer { lp in
       r.withUnsafeMutableBufferPointer { rp in
-        StereoBiquad.process(&a, &b, StereoBlock(left: lp.baseAddress!, right: rp.baseAddress!, frames: x.count))
+        StereoBiquad.process(
+          &a, &b, StereoBlock(left: lp.baseAddress!, right: rp.baseAddress!, frames: x.count))
       }
     }
     return l
@@ -65,7 +66,9 @@ import Testing
       // y = x + (g − 1)·bp(x): the band-pass response scaled and added to 1.
       let w = 2 * Double.pi * hz / T.sampleRate
       let (c1, s1, c2, s2) = (cos(w), sin(w), cos(2 * w), sin(2 * w))
-      let (nr, ni) = (Double(h.b0) + Double(h.b1) * c1 + Double(h.b2) * c2, -(Double(h.b1) * s1 + Double(h.b2) * s2))
+      let (nr, ni) = (
+        Double(h.b0) + Double(h.b1) * c1 + Double(h.b2) * c2, -(Double(h.b1) * s1 + Double(h.b2) * s2)
+      )
       let (dr, di) = (1 + Double(h.a1) * c1 + Double(h.a2) * c2, -(Double(h.a1) * s1 + Double(h.a2) * s2))
       let den = dr * dr + di * di
       let (hr, hi) = ((nr * dr + ni * di) / den, (ni * dr - nr * di) / den)
@@ -156,7 +159,8 @@ import Testing
     let before = gains[8 * blocksPerSecond - 1]
     let during = gains[(8 * blocksPerSecond)...]
     let drift = during.map { abs($0 - before) }.max()!
-    T.measured("leveler: gain \(before) dB at the end of speech; moves at most \(drift) dB in 5 s of −70 dBFS noise")
+    T.measured(
+      "leveler: gain \(before) dB at the end of speech; moves at most \(drift) dB in 5 s of −70 dBFS noise")
     #expect(before > 5, "the quiet speech was boosted")
     #expect(drift <= 0.5)
   }

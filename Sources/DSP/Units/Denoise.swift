@@ -33,7 +33,9 @@ public struct Denoise: VoiceUnit {
   public var latencyFrames: Int { 2 * (engine?.buffers.frame ?? 0) }
 
   public mutating func prepare(sampleRate: Double, maxFrames: Int, parameters: ParameterValues) {
-    engine = Engine(frame: SpeexFrames.frameSize(sampleRate: sampleRate, milliseconds: Self.frameMilliseconds), sampleRate: Int32(sampleRate))
+    engine = Engine(
+      frame: SpeexFrames.frameSize(sampleRate: sampleRate, milliseconds: Self.frameMilliseconds),
+      sampleRate: Int32(sampleRate))
     appliedSuppression = -1
   }
 

@@ -14,7 +14,8 @@
 /// Its current gain is the read-only `gain_db`.
 public struct Leveler: VoiceUnit {
   public static let typeName = "leveler"
-  public static let summary = "Automatic gain control that slowly brings speech to a target level and holds in pauses."
+  public static let summary =
+    "Automatic gain control that slowly brings speech to a target level and holds in pauses."
   public static let parameters = [
     ParameterSpec("target_db", unit: "dBFS", range: -40...0, default: -20, "Speech level (RMS) to reach."),
     ParameterSpec("max_gain_db", unit: "dB", range: 0...30, default: 15, "Largest gain applied."),
@@ -22,7 +23,8 @@ public struct Leveler: VoiceUnit {
       "gate_db", unit: "dBFS", range: -80 ... -20, default: -50,
       "Level below which the gain is held (silence and noise between phrases are not boosted)."),
     ParameterSpec(
-      "time_s", unit: "s", range: 0.2...10, default: 1.5, "Time constant of rising gain (falling is 4× faster)."),
+      "time_s", unit: "s", range: 0.2...10, default: 1.5,
+      "Time constant of rising gain (falling is 4× faster)."),
     ParameterSpec(
       "gain_db", unit: "dB", range: -24...30, default: 0, kind: .output, "The gain applied now (read-only)."),
   ]
