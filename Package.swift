@@ -13,11 +13,13 @@ let package = Package(
     .systemLibrary(name: "CLilv", pkgConfig: "lilv-0", providers: [.apt(["liblilv-dev", "lv2-dev"])]),
     .systemLibrary(name: "CLo", pkgConfig: "liblo", providers: [.apt(["liblo-dev"])]),
     .systemLibrary(name: "CFFTW", pkgConfig: "fftw3f", providers: [.apt(["libfftw3-dev"])]),
+    .systemLibrary(name: "CSpeexDSP", pkgConfig: "speexdsp", providers: [.apt(["libspeexdsp-dev"])]),
     // The C half of LV2 hosting: the variadic log functions and a lock-free log queue.
     .target(name: "CLV2Support"),
 
-    // Pure Swift voice DSP: no JACK, no lilv, no files (FFTW for the feedback suppressor's analysis).
-    .target(name: "DSP", dependencies: ["CFFTW"]),
+    // Voice DSP: no JACK, no lilv, no files; FFTW for the feedback suppressor's analysis and
+    // speexdsp for noise suppression and echo cancellation, everything else pure Swift.
+    .target(name: "DSP", dependencies: ["CFFTW", "CSpeexDSP"]),
 
     // The engine/host layer: the JACK client and everything the audio thread touches.
     .target(name: "LiveMicEngine", dependencies: ["CJack", "DSP"]),

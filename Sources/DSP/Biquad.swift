@@ -31,6 +31,15 @@ public struct BiquadCoefficients: Sendable, Equatable {
     return Self(b0: (1 + c) / 2, b1: -(1 + c), b2: (1 + c) / 2, a0: 1 + alpha, a1: -2 * c, a2: 1 - alpha)
   }
 
+  /// RBJ band-pass with a constant 0 dB peak gain at `frequencyHz`.
+  /// - Realtime: safe
+  public static func bandPass(frequencyHz: Double, q: Double, sampleRate: Double) -> Self {
+    let w0 = 2 * Double.pi * min(frequencyHz, sampleRate * 0.49) / sampleRate
+    let alpha = sin(w0) / (2 * q)
+    let c = cos(w0)
+    return Self(b0: alpha, b1: 0, b2: -alpha, a0: 1 + alpha, a1: -2 * c, a2: 1 - alpha)
+  }
+
   /// RBJ peaking EQ.
   /// - Realtime: safe
   public static func peaking(frequencyHz: Double, q: Double, gainDecibels: Double, sampleRate: Double) -> Self

@@ -44,8 +44,10 @@ public enum ChainError: Error, Equatable, CustomStringConvertible {
 /// The built-in unit types, in the default chain order.
 public enum BuiltinUnits {
   nonisolated(unsafe) public static let types: [any VoiceUnit.Type] = [
-    InputGain.self, HighPass.self, NoiseGate.self, Equalizer.self, Compressor.self, Echo.self,
-    Reverb.self, FeedbackSuppressor.self, Limiter.self, OutputVolume.self,
+    InputGain.self, EchoCanceller.self, HighPass.self, Denoise.self, NoiseGate.self, Equalizer.self,
+    DeEsser.self, Leveler.self, Compressor.self, Echo.self, Reverb.self, FeedbackSuppressor.self,
+    Limiter.self,
+    OutputVolume.self,
   ]
   public static var typeNames: [String] { types.map { $0.typeName } }
 

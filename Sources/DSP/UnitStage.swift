@@ -11,6 +11,13 @@ public class UnitStageBase {
   /// Processes one sub-block in place (`UnitStage` overrides it).
   /// - Realtime: safe
   public func process(_ block: StereoBlock, targets: ParameterTargets) {}
+
+  /// Whether the unit wants the chain's output (`VoiceUnit.wantsReference`).
+  public var wantsReference: Bool { false }
+
+  /// Hands the chain's final output of a whole block to the unit (`VoiceUnit.receiveReference`).
+  /// - Realtime: safe
+  public func receiveReference(_ block: StereoBlock) {}
 }
 
 /// A built-in unit in a chain: owns its smoothed parameter values and bypass crossfade.
@@ -35,7 +42,7 @@ public final class UnitStage<Unit: VoiceUnit>: UnitStageBase, ChainStage {
   private let parameterCount: Int
   /// 1 where the parameter is continuous (smoothed), 0 where it applies at once.
   private let smoothed: UnsafeMutablePointer<Bool>
-  /// The indices of the unit's read-only (`.output`) parameters, which the stage publishes.
+  /// The indices of the unit's `.output` parameters, published after each sub-block.
   private let outputs: UnsafeMutablePointer<Int>
   private let outputCount: Int
   private let previous: UnsafeMutablePointer<Float>
@@ -80,7 +87,7 @@ public final class UnitStage<Unit: VoiceUnit>: UnitStageBase, ChainStage {
     let outputIndices = specs.indices.filter { specs[$0].kind == .output }
     outputCount = outputIndices.count
     outputs = .allocate(capacity: max(outputCount, 1))
-    for (k, i) in outputIndices.enumerated() { outputs[k] = i }
+    outputs.initialize(from: outputIndices, count: outputCount)
     fade = .allocate(capacity: 1)
     fade.initialize(to: Fade(mix: current[specs.count] >= 0.5 ? 1 : 0))
     dryCapacity = maxFrames
@@ -116,6 +123,11 @@ public final class UnitStage<Unit: VoiceUnit>: UnitStageBase, ChainStage {
   /// - Realtime: safe
   public func reset() { unit.pointee.reset() }
 
+  public override var wantsReference: Bool { Unit.wantsReference }
+
+  /// - Realtime: safe
+  public override func receiveReference(_ block: StereoBlock) { unit.pointee.receiveReference(block) }
+
   /// - Realtime: safe
   public override func process(_ block: StereoBlock, targets: ParameterTargets) {
     let n = parameterCount
@@ -140,6 +152,10 @@ public final class UnitStage<Unit: VoiceUnit>: UnitStageBase, ChainStage {
       } else {
         current[i] = target
       }
+    }
+    for k in 0..<outputCount {
+      let i = outputs[k]
+      targets.set(first &+ i, unit.pointee.outputValue(i))
     }
     let bypassTarget: Float = targets.value(first &+ n) >= 0.5 ? 1 : 0
     let mix = fade.pointee.mix

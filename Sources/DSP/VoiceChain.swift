@@ -51,6 +51,10 @@ public final class VoiceChain: @unchecked Sendable {
     let builtin: Unmanaged<UnitStageBase>?
   }
 
+  /// The built-in stages that want the chain's output (`VoiceUnit.wantsReference`), unretained.
+  private let referenceStages: UnsafeMutablePointer<Unmanaged<UnitStageBase>>
+  private let referenceStageCount: Int
+
   /// Per stage: nanoseconds spent (sum and largest block) and blocks timed, written by the
   /// thread that runs `process`, read by anyone (`stageTimes()`).
   private let timing: UnsafeMutablePointer<Atomic<UInt64>>
@@ -71,11 +75,18 @@ public final class VoiceChain: @unchecked Sendable {
       let builtin = (stage as? UnitStageBase).map { Unmanaged.passUnretained($0) }
       (order + i).initialize(to: StageReference(stage: stage, builtin: builtin))
     }
+    let listeners = stages.compactMap { ($0 as? UnitStageBase).flatMap { $0.wantsReference ? $0 : nil } }
+    referenceStageCount = listeners.count
+    referenceStages = .allocate(capacity: max(listeners.count, 1))
+    for (i, stage) in listeners.enumerated() {
+      (referenceStages + i).initialize(to: Unmanaged.passUnretained(stage))
+    }
   }
 
   deinit {
     order.deinitialize(count: stages.count)
     order.deallocate()
+    referenceStages.deallocate()
     timing.deinitialize(count: stages.count * 3)
     timing.deallocate()
   }
@@ -141,7 +152,8 @@ public final class VoiceChain: @unchecked Sendable {
     right.deallocate()
   }
 
-  /// Processes `frames` samples of a stereo signal in place.
+  /// Processes `frames` samples of a stereo signal in place, then hands the result to the stages
+  /// that want it as a reference (`VoiceUnit.receiveReference`).
   /// - Realtime: safe
   public func process(
     left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>, frames: Int
@@ -175,6 +187,13 @@ public final class VoiceChain: @unchecked Sendable {
           order[s].stage.process(block, targets: targets)
           offset = frames
         }
+      }
+    }
+    // The final output, as the reference of the units that want it (an echo canceller).
+    if referenceStageCount > 0 {
+      let block = StereoBlock(left: left, right: right, frames: frames)
+      for i in 0..<referenceStageCount {
+        referenceStages[i]._withUnsafeGuaranteedRef { $0.receiveReference(block) }
       }
     }
   }

@@ -30,18 +30,31 @@ public protocol VoiceUnit {
   /// - Realtime: safe
   mutating func process(_ block: StereoBlock, parameters: ParameterValues)
 
-  /// Latency this unit adds, in frames (zero for every built-in unit).
+  /// Latency this unit adds, in frames (zero except for `denoise` and `aec`: one speexdsp
+  /// frame), valid once prepared.
   var latencyFrames: Int { get }
 
-  /// The value of the unit's read-only parameter at `index` (one of kind `.output`), which its
-  /// stage publishes after each sub-block the unit ran. Units without outputs need not implement it.
+  /// Whether the unit wants the chain's final output as a reference signal (an echo
+  /// canceller's far end): then the chain calls `receiveReference` after every block.
+  static var wantsReference: Bool { get }
+
+  /// Receives the chain's final output of one whole block (after every stage, the output volume
+  /// included; before the engine's start/stop/mute ramp), once the block is processed. A unit
+  /// copies what it needs into storage allocated in `prepare`.
+  /// - Realtime: safe
+  mutating func receiveReference(_ block: StereoBlock)
+
+  /// The current value of the unit's parameter `index` when its kind is `.output` (a value the
+  /// unit reports, such as a leveler's gain); the stage publishes it once per sub-block.
   /// - Realtime: safe
   func outputValue(_ index: Int) -> Float
 }
 
 extension VoiceUnit {
   public var latencyFrames: Int { 0 }
-
+  public static var wantsReference: Bool { false }
+  /// - Realtime: safe
+  public mutating func receiveReference(_ block: StereoBlock) {}
   /// - Realtime: safe
   public func outputValue(_ index: Int) -> Float { 0 }
 }

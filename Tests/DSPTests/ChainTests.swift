@@ -92,6 +92,10 @@ import Testing
       for spec in type.parameters + [BuiltinUnits.bypassParameter] where spec.kind != .output {
         let key = "\(type.typeName).\(spec.name)"
         #expect(chain.parameter(key)?.spec == spec, "\(key)")
+        if spec.kind == .output {
+          #expect(chain.set(key, spec.maximum) == nil, "\(key) is read-only")
+          continue
+        }
         #expect(chain.set(key, spec.maximum + 1000) == spec.maximum)
         #expect(chain.set(key, spec.minimum - 1000) == spec.minimum)
         #expect(chain.set(key, .nan) == spec.defaultValue)
@@ -104,16 +108,21 @@ import Testing
 
   // MARK: Latency
 
+  /// The units with latency (`aec`, `denoise`: 10 ms each, see `SpeexUnitTests`) are left out
+  /// here; the default chain declares their sum.
+  static let zeroLatencyChain = BuiltinUnits.defaultChain.filter { !["aec", "denoise"].contains($0.type) }
+
   @Test("Zero latency: an impulse answers at its own frame")
   func zeroLatency() throws {
-    let chain = try Self.build(BuiltinUnits.defaultChain)
+    #expect(try Self.build(BuiltinUnits.defaultChain).latencyFrames == 960)
+    let chain = try Self.build(Self.zeroLatencyChain)
     #expect(chain.latencyFrames == 0)
-    #expect(chain.stages.count == BuiltinUnits.types.count)
+    #expect(chain.stages.count == BuiltinUnits.types.count - 2)
     for stage in chain.stages { #expect(stage.latencyFrames == 0, "\(stage.id)") }
     let y = T.processMono(chain, T.impulse(frames: 4800))
     #expect(y[0] != 0)
     // Also mid-block: nothing before the impulse, an answer at its frame.
-    let chain2 = try Self.build(BuiltinUnits.defaultChain)
+    let chain2 = try Self.build(Self.zeroLatencyChain)
     let z = T.processMono(chain2, T.impulse(frames: 4800, amplitude: 0.5, at: 1000), blockSize: 48)
     #expect(z[0..<1000].allSatisfy { $0 == 0 })
     #expect(z[1000] != 0)

@@ -1,0 +1,181 @@
+import CSpeexDSP
+
+/// Acoustic echo cancellation with speexdsp's echo canceller (MDF adaptive filter), whose far-end
+/// (reference) signal is LiveMic's own final output: what the speakers play and the microphone
+/// may pick up again.
+///
+/// Mono, like `denoise`: the near end is the mean of both input channels, the reference the mean
+/// of both output channels, and the result goes to both channels. Latency: two 5 ms speexdsp
+/// frames (the FIFO's and the residual echo suppressor's overlap-add), 480 frames = 10 ms at
+/// 48 kHz, declared in `latencyFrames`. The adaptive filter models echo paths up to
+/// `tailMilliseconds` long.
+///
+/// Timing: the chain hands its output to the unit after each block (`receiveReference`), so
+/// while the unit processes block k it has the reference up to the start of block k only. Frame
+/// [t, t + frame) of the microphone is therefore cancelled against the reference
+/// [t − B, t − B + frame), B being the block size (JACK's period): always available, and no
+/// later than any real echo (the sound of output sample i reaches the microphone's input at the
+/// earliest one capture plus one playback period later, ≥ 2B). The filter thus models the echo
+/// path minus B frames; a change of block size resets it. `reset` clears the filter and FIFOs.
+///
+/// After the canceller, speexdsp's residual echo suppressor (a preprocessor linked to the
+/// canceller, its noise suppression at 0 dB so that it acts on echo only) attenuates what echo
+/// is left by up to `residual_db`. It always runs, so that the latency does not depend on the
+/// setting; at 0 dB it passes the signal unchanged (to 16-bit rounding).
+public struct EchoCanceller: VoiceUnit {
+  public static let typeName = "aec"
+  public static let summary =
+    "Echo cancellation (speexdsp) of LiveMic's own output picked up by the microphone; mono, adds 10 ms of latency."
+  public static let parameters = [
+    ParameterSpec(
+      "residual_db", unit: "dB", range: 0...60, default: 0, kind: .integer,
+      "Largest extra attenuation of the echo left after cancellation (0: none; whole dB).")
+  ]
+  public static var wantsReference: Bool { true }
+
+  /// Length of echo path the filter models.
+  public static let tailMilliseconds = 200.0
+  /// Reference history kept (frames, a power of two): the largest usable block size is this
+  /// minus two speexdsp frames.
+  static let referenceCapacity = 1 << 15
+
+  private var engine: Engine?
+  private var appliedResidual: Float = -1
+
+  public init() {}
+
+  /// The speexdsp frame.
+  public static let frameMilliseconds = 5.0
+
+  /// Two frames: the FIFO's and the residual suppressor's own.
+  public var latencyFrames: Int { 2 * (engine?.buffers.frame ?? 0) }
+
+  public mutating func prepare(sampleRate: Double, maxFrames: Int, parameters: ParameterValues) {
+    let frame = SpeexFrames.frameSize(sampleRate: sampleRate, milliseconds: Self.frameMilliseconds)
+    let tail = Int((Self.tailMilliseconds / 1000 * sampleRate / Double(frame)).rounded(.up)) * frame
+    engine = Engine(frame: frame, tail: tail, sampleRate: Int32(sampleRate))
+    appliedResidual = -1
+  }
+
+  /// - Realtime: safe
+  public mutating func reset() { engine?.reset() }
+
+  /// - Realtime: safe
+  public mutating func process(_ block: StereoBlock, parameters p: ParameterValues) {
+    guard let engine else { return }
+    let residual = p.current(0).rounded()
+    if residual != appliedResidual {
+      appliedResidual = residual
+      engine.setResidual(decibels: residual)
+    }
+    let start = engine.nearTotal
+    let buffers = engine.buffers
+    buffers.run(block) { end in engine.cancel(frameEnd: start &+ end) }
+    engine.nearTotal = start &+ block.frames
+  }
+
+  /// - Realtime: safe
+  public mutating func receiveReference(_ block: StereoBlock) { engine?.receive(block) }
+
+  /// Owns the speexdsp states, the frame FIFO and the reference ring.
+  /// Thread: created off the audio thread; used on it.
+  final class Engine {
+    let echo: OpaquePointer
+    let residual: OpaquePointer
+    let buffers: SpeexFrameBuffers
+    /// The reference, 16-bit, indexed by frame number modulo `referenceCapacity`.
+    private let ring: UnsafeMutablePointer<Int16>
+    private let argument: UnsafeMutablePointer<Int32>
+    /// Frames of near-end (microphone) and reference signal seen; equal after every block
+    /// while the stage runs (both count the chain's frames).
+    var nearTotal = 0
+    private var referenceTotal = 0
+    /// How far behind the near end the reference frame is taken: the last block size.
+    private var lag = 0
+
+    init(frame: Int, tail: Int, sampleRate: Int32) {
+      buffers = SpeexFrameBuffers(frame: frame)
+      echo = speex_echo_state_init(Int32(frame), Int32(tail))
+      residual = speex_preprocess_state_init(Int32(frame), sampleRate)
+      ring = .allocate(capacity: EchoCanceller.referenceCapacity)
+      ring.initialize(repeating: 0, count: EchoCanceller.referenceCapacity)
+      argument = .allocate(capacity: 1)
+      argument.pointee = sampleRate
+      speex_echo_ctl(echo, SPEEX_ECHO_SET_SAMPLING_RATE, argument)
+      for (request, value) in [
+        (SPEEX_PREPROCESS_SET_DENOISE, 1), (SPEEX_PREPROCESS_SET_NOISE_SUPPRESS, 0),
+        (SPEEX_PREPROCESS_SET_VAD, 0), (SPEEX_PREPROCESS_SET_AGC, 0), (SPEEX_PREPROCESS_SET_DEREVERB, 0),
+      ] {
+        argument.pointee = Int32(value)
+        speex_preprocess_ctl(residual, request, argument)
+      }
+      speex_preprocess_ctl(residual, SPEEX_PREPROCESS_SET_ECHO_STATE, UnsafeMutableRawPointer(echo))
+    }
+
+    deinit {
+      speex_preprocess_state_destroy(residual)
+      speex_echo_state_destroy(echo)
+      ring.deallocate()
+      argument.deallocate()
+    }
+
+    /// - Realtime: safe
+    func reset() {
+      buffers.reset()
+      ring.update(repeating: 0, count: EchoCanceller.referenceCapacity)
+      speex_echo_state_reset(echo)
+      nearTotal = 0
+      referenceTotal = 0
+    }
+
+    /// Sets the residual echo suppression (0 dB: none).
+    /// - Realtime: safe
+    func setResidual(decibels: Float) {
+      argument.pointee = -Int32(decibels)
+      speex_preprocess_ctl(residual, SPEEX_PREPROCESS_SET_ECHO_SUPPRESS, argument)
+      speex_preprocess_ctl(residual, SPEEX_PREPROCESS_SET_ECHO_SUPPRESS_ACTIVE, argument)
+    }
+
+    /// Cancels the echo in the frame of near-end signal that ended at frame number `frameEnd`.
+    /// - Realtime: safe
+    func cancel(frameEnd: Int) {
+      let frame = buffers.frame
+      buffers.pendingToNear()
+      // The reference frame `lag` frames earlier, if it is all in the ring (else silence: before
+      // the first block's reference arrives, or after a bypass).
+      let start = frameEnd &- frame &- lag
+      let mask = EchoCanceller.referenceCapacity - 1
+      if lag > 0 && start >= 0 && start &+ frame <= referenceTotal
+        && referenceTotal &- start <= EchoCanceller.referenceCapacity
+      {
+        for i in 0..<frame { buffers.far[i] = ring[(start &+ i) & mask] }
+      } else {
+        buffers.far.update(repeating: 0, count: frame)
+      }
+      speex_echo_cancellation(echo, buffers.near, buffers.far, buffers.out)
+      _ = speex_preprocess_run(residual, buffers.out)
+      buffers.setReady(from: buffers.out)
+    }
+
+    /// Stores a block of the chain's output in the ring.
+    /// - Realtime: safe
+    func receive(_ block: StereoBlock) {
+      let mask = EchoCanceller.referenceCapacity - 1
+      // The stage did not process this whole block (it was bypassed, or reset mid-block): the
+      // two counts no longer describe the same frames; start the near end again from here.
+      if nearTotal != referenceTotal &+ block.frames {
+        nearTotal = referenceTotal &+ block.frames
+        speex_echo_state_reset(echo)
+      }
+      for f in 0..<block.frames {
+        ring[(referenceTotal &+ f) & mask] = SpeexFrames.toInt16(0.5 * (block.left[f] + block.right[f]))
+      }
+      referenceTotal &+= block.frames
+      let newLag = min(block.frames, EchoCanceller.referenceCapacity - 2 * buffers.frame)
+      if newLag != lag {
+        lag = newLag
+        speex_echo_state_reset(echo)
+      }
+    }
+  }
+}
