@@ -35,7 +35,7 @@ extension EndToEnd {
       #expect(try ctl(["mute", "--mode", "bypass"]).status == 0)
       let dry = try level(after: 200_000)
       #expect(abs(20 * log10(dry / input)) < 0.05, "bypass passes the dry input at volume 1: \(dry)")
-      let meters = try ctl(["--json", "meters"]).stdout
+      let meters = try ctl(["--json", "meters", "--once"]).stdout
       let object = (try? JSONSerialization.jsonObject(with: Data(meters.utf8))) as? [String: Any] ?? [:]
       let peakIn = ((object["input"] as? [[String: Double]])?.first?["peak_dbfs"]) ?? -200
       #expect(abs(peakIn - 20 * log10(0.2)) < 0.2, "input peak \(peakIn) dBFS: \(meters)")
