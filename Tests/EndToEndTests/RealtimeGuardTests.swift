@@ -24,7 +24,9 @@ extension EndToEnd {
       try capture.record(frames: 48000)
       #expect(waitUntil(seconds: 20) { cycles() >= atChange + 1000 })
       let out = capture.recording(channel: 1, from: start).samples
-      #expect(rms(out[(out.count / 2)...]) > 0.01, "no audio after the buffer-size change")
+      // Not silent (voice's feedback suppressor and denoiser take a steady sine down to about
+      // -80 dBFS, by design).
+      #expect(rms(out[(out.count / 2)...]) > 1e-5, "no audio after the buffer-size change")
       #expect(livemic.interrupt() == 0)
       RealtimeGuard.expectNothingCounted(counters)
       #expect(RealtimeGuard.counters(counters)["first"] == "none")
