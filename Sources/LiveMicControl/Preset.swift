@@ -305,7 +305,8 @@ extension Preset {
       throw .invalid(path: path, key: key, reason: "expected an object like {\"unit\": \"eq\"}")
     }
     try checkKeys(
-      object, allowed: ["unit", "id", "bypass", "params", "mode", "plugins", "plugin_params"], prefix: key + ".",
+      object, allowed: ["unit", "id", "bypass", "params", "mode", "plugins", "plugin_params"],
+      prefix: key + ".",
       path: path)
     let known = BuiltinUnits.typeNames.joined(separator: ", ")
     guard let type = object["unit"]?.string else {
@@ -317,7 +318,8 @@ extension Preset {
     let (id, bypassed) = try idAndBypass(object, defaultId: type, key: key, path: path)
     let request = try modeRequest(object, type: type, key: key, path: path)
     if request != nil && !ProcessingModes.units.contains(type) {
-      throw .invalid(path: path, key: "\(key).mode", reason: ModeError.modesNotSupported(unit: type).description)
+      throw .invalid(
+        path: path, key: "\(key).mode", reason: ModeError.modesNotSupported(unit: type).description)
     }
     var values: [String: Float] = [:]
     if let p = object["params"] {

@@ -25,7 +25,8 @@ public struct ModeRequest: Sendable, Equatable {
   public var plugins: [String]?
   public var pluginParams: [String: Float]
 
-  public init(mode: ProcessingMode = .builtin, plugins: [String]? = nil, pluginParams: [String: Float] = [:]) {
+  public init(mode: ProcessingMode = .builtin, plugins: [String]? = nil, pluginParams: [String: Float] = [:])
+  {
     self.mode = mode
     self.plugins = plugins
     self.pluginParams = pluginParams
@@ -166,7 +167,8 @@ public enum ProcessingModes {
     if request.mode == .plugin { throw .noPluginInstalled(id: stage.id, tried: refused) }
     if list.isEmpty {
       return builtin(
-        "mode 'automatic': no plugin is listed for '\(stage.type)' (Debian packages none), so the built-in unit runs")
+        "mode 'automatic': no plugin is listed for '\(stage.type)' (Debian packages none), so the built-in unit runs"
+      )
     }
     return builtin(
       "mode 'automatic': no plugin of the list can be used (\(refused.joined(separator: "; "))), so the built-in unit runs"
@@ -178,7 +180,8 @@ extension Preset {
   /// Resolves every entry's processing mode (`modes`), replacing the entries that get a plugin
   /// and recording each decision in `resolutions`. Availability is asked only for entries whose
   /// mode is not `builtin`.
-  public mutating func resolveModes(availability: ((String) -> PluginAvailability)? = nil) throws(PresetError) {
+  public mutating func resolveModes(availability: ((String) -> PluginAvailability)? = nil) throws(PresetError)
+  {
     var resolutions: [ModeResolution] = []
     var lookup = availability
     for (i, entry) in chain.enumerated() {
@@ -206,11 +209,14 @@ extension Preset {
   static func modeRequest(_ object: [String: JSONValue], type: String, key: String, path: String)
     throws(PresetError) -> ModeRequest?
   {
-    guard object["mode"] != nil || object["plugins"] != nil || object["plugin_params"] != nil else { return nil }
+    guard object["mode"] != nil || object["plugins"] != nil || object["plugin_params"] != nil else {
+      return nil
+    }
     var request = ModeRequest()
     if let m = object["mode"] {
       guard let text = m.string, let mode = ProcessingMode(rawValue: text) else {
-        throw .invalid(path: path, key: "\(key).mode", reason: "expected \"builtin\", \"plugin\" or \"automatic\"")
+        throw .invalid(
+          path: path, key: "\(key).mode", reason: "expected \"builtin\", \"plugin\" or \"automatic\"")
       }
       request.mode = mode
     }
@@ -223,7 +229,8 @@ extension Preset {
     if let p = object["plugin_params"] {
       guard let params = p.object else {
         throw .invalid(
-          path: path, key: "\(key).plugin_params", reason: "expected an object of control values by port symbol")
+          path: path, key: "\(key).plugin_params",
+          reason: "expected an object of control values by port symbol")
       }
       for (symbol, raw) in params {
         guard let value = raw.number.map(Float.init) ?? raw.bool.map({ $0 ? 1 : 0 }) else {

@@ -3,9 +3,11 @@ import Testing
 
 /// Speech from espeak-ng at 48 kHz, mono, scaled to an RMS of −20 dBFS.
 func spokenSentence(_ text: String) throws -> [Float] {
-  guard let espeak = ["/usr/bin/espeak-ng", "/usr/local/bin/espeak-ng"].first(where: {
-    FileManager.default.isExecutableFile(atPath: $0)
-  }) else {
+  guard
+    let espeak = ["/usr/bin/espeak-ng", "/usr/local/bin/espeak-ng"].first(where: {
+      FileManager.default.isExecutableFile(atPath: $0)
+    })
+  else {
     throw HarnessError("espeak-ng is not installed (apt-get install espeak-ng, or scripts/setup --test)")
   }
   let folder = Paths.temporaryFolder("speech")
@@ -93,7 +95,9 @@ extension EndToEnd {
       #expect(waitUntil(seconds: 15) { room.played.load(ordering: .acquiring) >= source.count })
       #expect(livemic.interrupt() == 0)
       let y = room.recording
-      guard y.count == source.count else { throw HarnessError("the room heard \(y.count) of \(source.count) frames") }
+      guard y.count == source.count else {
+        throw HarnessError("the room heard \(y.count) of \(source.count) frames")
+      }
       let reference = rms(speech[...])
       let n = speech.count
       return Outcome(
@@ -122,13 +126,17 @@ extension EndToEnd {
           "[measured] feedback loop over JACK, G \(Self.gainDecibels) dB, "
             + (suppressor ? "with" : "without") + " the suppressor: "
             + String(
-              format: "speech end %+.1f dB, tail %+.1f dB (re the speech RMS), peak %.1f dBFS, strongest tone in the tail %.0f Hz (%.1f dB of its power), %d xruns: ",
-              o.speechEnd, o.tail, o.peak, o.tone.hz, o.tone.shareDecibels, o.xruns) + (o.stable ? "stable" : "howls"))
+              format:
+                "speech end %+.1f dB, tail %+.1f dB (re the speech RMS), peak %.1f dBFS, strongest tone in the tail %.0f Hz (%.1f dB of its power), %d xruns: ",
+              o.speechEnd, o.tail, o.peak, o.tone.hz, o.tone.shareDecibels, o.xruns)
+            + (o.stable ? "stable" : "howls"))
       }
       #expect(outcomes[false]?.stable == false, "without the suppressor the loop should howl")
       #expect((outcomes[false]?.peak ?? -100) > -6, "the howl should reach the limiter's ceiling")
       #expect(outcomes[true]?.stable == true, "with the suppressor the loop should stay stable")
-      print("[measured] feedback loop over JACK took " + String(format: "%.1f s", Date().timeIntervalSince(started)))
+      print(
+        "[measured] feedback loop over JACK took "
+          + String(format: "%.1f s", Date().timeIntervalSince(started)))
     }
   }
 }

@@ -55,7 +55,8 @@ extension EndToEnd {
       let (server, generator, capture, livemic) = try LiveAudioTests.rig(
         ["-p", try Self.everyVoiceUnitPreset(in: folder)], signal: .frameCode, guardOutput: counters)
       func cycles() -> Int { Int(RealtimeGuard.counters(counters)["cycles"] ?? "0") ?? 0 }
-      #expect(livemic.log.contains("+ 960 (chain) +"), "aec and denoise declare 480 frames each: \(livemic.log)")
+      #expect(
+        livemic.log.contains("+ 960 (chain) +"), "aec and denoise declare 480 frames each: \(livemic.log)")
       #expect(waitUntil(seconds: 20) { cycles() >= 2000 }, "only \(cycles()) cycles")
       RealtimeGuard.expectNothingCounted(counters)
       #expect(capture.setBufferSize(128) == 0)
@@ -86,13 +87,16 @@ extension EndToEnd {
       let server = try JackServer()
       let probe = try TestClient(name: "lmprobe", server: server.name, signal: nil, captureChannels: 0)
       let run = try RtcheckRun(
-        ["-s", server.name, "-n", "lmrtcheck", "-p", try Self.everyVoiceUnitPreset(in: folder)], output: output)
+        ["-s", server.name, "-n", "lmrtcheck", "-p", try Self.everyVoiceUnitPreset(in: folder)],
+        output: output)
       func cycles() -> Int { run.cycles }
       #expect(waitUntil(seconds: 30) { cycles() >= 2000 }, "only \(cycles()) cycles")
       #expect(probe.setBufferSize(256) == 0)
       let atChange = cycles()
       #expect(waitUntil(seconds: 20) { cycles() >= atChange + 400 })
-      print("[measured] rtcheck, every issue-7 unit: \(RealtimeGuard.counters(output).sorted { $0.key < $1.key })")
+      print(
+        "[measured] rtcheck, every issue-7 unit: \(RealtimeGuard.counters(output).sorted { $0.key < $1.key })"
+      )
       RealtimeGuard.expectNothingCounted(output, "rtcheck")
       run.stop()
       probe.close()

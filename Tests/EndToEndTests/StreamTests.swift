@@ -68,7 +68,8 @@ extension EndToEnd {
       let env = ["XDG_RUNTIME_DIR": folder.path]
       let oscPort = 19000 + Int(getpid() % 2000)
       let (server, generator, capture, livemic) = try LiveAudioTests.rig(
-        ["-p", "voice", "--osc", "\(oscPort)"] + Self.keepSine, signal: .sine(frequencyHz: 1000, amplitude: 0.5),
+        ["-p", "voice", "--osc", "\(oscPort)"] + Self.keepSine,
+        signal: .sine(frequencyHz: 1000, amplitude: 0.5),
         environment: env)
       defer {
         generator.close()

@@ -18,7 +18,8 @@ extension PluginTests {
   @Test("no mode, or mode builtin: the built-in unit runs, and the resolution says so")
   func builtinMode() throws {
     let preset = try parse(
-      #"{"unit": "highpass", "params": {"freq_hz": 120}}, {"unit": "denoise", "mode": "builtin"}, {"unit": "eq"}"#)
+      #"{"unit": "highpass", "params": {"freq_hz": 120}}, {"unit": "denoise", "mode": "builtin"}, {"unit": "eq"}"#
+    )
     #expect(preset.chain.map(\.unit?.type) == ["highpass", "denoise", "eq"])
     #expect(preset.resolutions.map(\.id) == ["highpass", "denoise"])  // eq has no mode
     let hp = try #require(preset.resolution(of: "highpass"))
@@ -45,7 +46,8 @@ extension PluginTests {
     }
     // It builds and filters: 40 Hz is cut, 1 kHz passes.
     let preset = try parse(#"{"unit": "highpass", "mode": "plugin", "params": {"freq_hz": 200}}"#)
-    let built = try Installed.build(try preset.stages(applying: [ParameterOverride(key: "highpass.freq_hz", value: 300)]))
+    let built = try Installed.build(
+      try preset.stages(applying: [ParameterOverride(key: "highpass.freq_hz", value: 300)]))
     #expect(Installed.value(built.chain, "highpass.HPfreq") == 300)
     func gain(_ hz: Double) -> Double {
       var l = (0..<48000).map { Float(0.5 * sin(2 * Double.pi * hz * Double($0) / 48000)) }
@@ -61,11 +63,14 @@ extension PluginTests {
   @Test("automatic without an installed plugin falls back to the built-in unit and says why")
   func automaticFallsBack() throws {
     let preset = try parse(
-      #"{"unit": "leveler", "mode": "automatic", "plugins": ["\#(Self.bogus)"]}, {"unit": "aec", "mode": "automatic"}"#)
+      #"{"unit": "leveler", "mode": "automatic", "plugins": ["\#(Self.bogus)"]}, {"unit": "aec", "mode": "automatic"}"#
+    )
     #expect(preset.chain.map(\.unit?.type) == ["leveler", "aec"])
     let leveler = try #require(preset.resolution(of: "leveler"))
     #expect(leveler.requested == .automatic && leveler.effective == "builtin")
-    #expect(leveler.reason.contains("\(Self.bogus) is not installed") && leveler.reason.contains("built-in unit runs"))
+    #expect(
+      leveler.reason.contains("\(Self.bogus) is not installed")
+        && leveler.reason.contains("built-in unit runs"))
     let aec = try #require(preset.resolution(of: "aec"))
     #expect(aec.effective == "builtin" && aec.reason.contains("no plugin is listed"))
   }
@@ -87,8 +92,14 @@ extension PluginTests {
   @Test(
     "malformed mode keys are errors naming the key",
     arguments: [
-      (#"{"unit": "denoise", "mode": "fast"}"#, "key 'chain[0].mode': expected \"builtin\", \"plugin\" or \"automatic\""),
-      (#"{"unit": "denoise", "plugins": "x"}"#, "key 'chain[0].plugins': expected an array of LV2 plugin URIs"),
+      (
+        #"{"unit": "denoise", "mode": "fast"}"#,
+        "key 'chain[0].mode': expected \"builtin\", \"plugin\" or \"automatic\""
+      ),
+      (
+        #"{"unit": "denoise", "plugins": "x"}"#,
+        "key 'chain[0].plugins': expected an array of LV2 plugin URIs"
+      ),
       (#"{"unit": "eq", "mode": "plugin"}"#, "key 'chain[0].mode': unit 'eq' has no processing modes"),
     ])
   func malformedModes(entry: String, message: String) {

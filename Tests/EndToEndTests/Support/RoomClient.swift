@@ -37,7 +37,8 @@ final class RoomClient: @unchecked Sendable {
   init(name: String, server: String, source: [Float], gainDecibels: Double, delayFrames: Int) throws {
     var status = jack_status_t(rawValue: 0)
     guard let h = livemic_client_open(name, JackNoStartServer, server, &status) else {
-      throw HarnessError("room client '\(name)' cannot open on server '\(server)' (status \(status.rawValue))")
+      throw HarnessError(
+        "room client '\(name)' cannot open on server '\(server)' (status \(status.rawValue))")
     }
     handle = h
     self.name = String(cString: jack_get_client_name(h))
@@ -98,7 +99,9 @@ final class RoomClient: @unchecked Sendable {
   func start() { started.store(true, ordering: .releasing) }
 
   /// What the room heard from LiveMic since `start`, one sample per source frame.
-  var recording: [Float] { Array(UnsafeBufferPointer(start: recorded, count: played.load(ordering: .acquiring))) }
+  var recording: [Float] {
+    Array(UnsafeBufferPointer(start: recorded, count: played.load(ordering: .acquiring)))
+  }
 
   private func process(_ frames: jack_nframes_t) -> Int32 {
     let n = Int(frames)
