@@ -60,7 +60,9 @@ extension LiveSession {
   private func status(_ client: JackClient, _ state: ProcessState) -> [String: Any] {
     let stages: [[String: Any]] = chain.stages.map { stage in
       let bypass = chain.parameter("\(stage.id).bypass").map { chain.targets.value($0.index) >= 0.5 } ?? false
-      return ["id": stage.id, "bypassed": bypass, "latency_frames": stage.latencyFrames]
+      var fields: [String: Any] = ["id": stage.id, "bypassed": bypass, "latency_frames": stage.latencyFrames]
+      if let mode = modes.first(where: { $0.id == stage.id }) { fields.merge(mode.fields) { a, _ in a } }
+      return fields
     }
     return [
       "client": client.name, "server": serverLabel, "sample_rate": Int(client.sampleRate),

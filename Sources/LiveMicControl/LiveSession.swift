@@ -108,8 +108,9 @@ public final class LiveSession: @unchecked Sendable {
   var entries: [ChainEntry] = []
   /// The preset file, for SIGHUP and --watch, and its modification date when last loaded.
   private var presetPath: String?
-  /// The name of the preset running.
+  /// The name of the preset running, and how its entries' processing modes were resolved.
   var presetName = ""
+  var modes: [ModeResolution] = []
   private var presetModified: Date?
   private let reloadRequested = Atomic<Bool>(false)
   private let unmuteRequested = Atomic<Bool>(false)
@@ -207,6 +208,7 @@ public final class LiveSession: @unchecked Sendable {
     plugins = built.plugins
     presetPath = preset.path
     presetName = preset.name
+    modes = preset.resolutions
     presetModified = Self.modificationDate(preset.path)
     var state: ProcessState
     do { state = try start(client, chain: chain) } catch { throw .engine(error) }
@@ -289,6 +291,7 @@ public final class LiveSession: @unchecked Sendable {
       midiMappings = preset.midi + options.midiMappings
       bindMidi(state)
       presetName = preset.name
+      modes = preset.resolutions
       presetPath = preset.path
       presetModified = Self.modificationDate(preset.path)
       let ms = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e6

@@ -46,6 +46,10 @@ public struct Preset: Sendable, Equatable {
   public var routeIn: [String] = []
   /// MIDI CC mappings (`"midi": [{"cc": 7, "channel": 1, "key": "output.volume"}]`).
   public var midi: [MidiMapping] = []
+  /// Processing-mode requests by stage id (`"mode"`, `"plugins"`, `"plugin_params"`).
+  public var modes: [String: ModeRequest] = [:]
+  /// How each `denoise`, `leveler`, `aec` and `highpass` entry was resolved (`resolveModes`).
+  public var resolutions: [ModeResolution] = []
 
   public init(
     name: String, description: String, volume: Float?, chain: [ChainEntry], path: String? = nil
@@ -97,7 +101,10 @@ public enum PresetError: Error, Equatable, CustomStringConvertible {
 
 extension Preset {
   /// Parses and validates a preset file's contents: every unit and parameter must exist.
-  public static func parse(_ data: Data, path: String) throws(PresetError) -> Preset {
+  /// Processing modes are resolved against the installed plugins (or `availability`).
+  public static func parse(
+    _ data: Data, path: String, availability: ((String) -> PluginAvailability)? = nil
+  ) throws(PresetError) -> Preset {
     let document: JSONValue
     do {
       document = try JSONValue.parse(data)
@@ -181,11 +188,17 @@ extension Preset {
     }
     var chain: [ChainEntry] = []
     var ids: Set<String> = []
+    var modes: [String: ModeRequest] = [:]
     for (i, entry) in entries.enumerated() {
       let key = "chain[\(i)]"
-      let parsed =
-        entry.object?["lv2"] != nil
-        ? try plugin(entry, key: key, path: path) : .unit(try stage(entry, key: key, path: path))
+      let parsed: ChainEntry
+      if entry.object?["lv2"] != nil {
+        parsed = try plugin(entry, key: key, path: path)
+      } else {
+        let (description, request) = try stage(entry, key: key, path: path)
+        parsed = .unit(description)
+        if let request { modes[description.id] = request }
+      }
       guard ids.insert(parsed.id).inserted else {
         throw .invalid(
           path: path, key: "\(key).id",
@@ -197,11 +210,13 @@ extension Preset {
     preset.routeOut = routeOut
     preset.routeIn = routeIn
     preset.midi = midi
+    preset.modes = modes
     do {
       try ChainAssembly.validate(preset.units)
     } catch {
       throw .invalid(path: path, key: "chain", reason: error.description)
     }
+    try preset.resolveModes(availability: availability)
     return preset
   }
 
@@ -284,12 +299,15 @@ extension Preset {
   }
 
   private static func stage(_ entry: JSONValue, key: String, path: String) throws(PresetError)
-    -> StageDescription
+    -> (StageDescription, ModeRequest?)
   {
     guard let object = entry.object else {
       throw .invalid(path: path, key: key, reason: "expected an object like {\"unit\": \"eq\"}")
     }
-    try checkKeys(object, allowed: ["unit", "id", "bypass", "params"], prefix: key + ".", path: path)
+    try checkKeys(
+      object, allowed: ["unit", "id", "bypass", "params", "mode", "plugins", "plugin_params"],
+      prefix: key + ".",
+      path: path)
     let known = BuiltinUnits.typeNames.joined(separator: ", ")
     guard let type = object["unit"]?.string else {
       throw .invalid(path: path, key: "\(key).unit", reason: "expected a unit name (one of \(known))")
@@ -298,6 +316,11 @@ extension Preset {
       throw .invalid(path: path, key: "\(key).unit", reason: "unknown unit '\(type)' (known: \(known))")
     }
     let (id, bypassed) = try idAndBypass(object, defaultId: type, key: key, path: path)
+    let request = try modeRequest(object, type: type, key: key, path: path)
+    if request != nil && !ProcessingModes.units.contains(type) {
+      throw .invalid(
+        path: path, key: "\(key).mode", reason: ModeError.modesNotSupported(unit: type).description)
+    }
     var values: [String: Float] = [:]
     if let p = object["params"] {
       guard let params = p.object else {
@@ -322,7 +345,7 @@ extension Preset {
         values[name] = value
       }
     }
-    return StageDescription(id: id, type: type, values: values, bypassed: bypassed)
+    return (StageDescription(id: id, type: type, values: values, bypassed: bypassed), request)
   }
 }
 

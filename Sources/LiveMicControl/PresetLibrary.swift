@@ -152,7 +152,8 @@ extension Preset {
         if name == BuiltinUnits.bypassParameter.name {
           d.bypassed = o.value >= 0.5
         } else {
-          d.values[name] = o.value
+          // A mode-resolved plugin also takes the built-in unit's names it has a mapping for.
+          d.values[resolution(of: id)?.parameterMap[name] ?? name] = o.value
         }
         entries[i] = .plugin(d)
       case .unit(var d):

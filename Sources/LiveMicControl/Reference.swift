@@ -26,10 +26,14 @@ public enum Reference {
     var text = "\(preset.name): \(preset.description)\n"
     if let path = preset.path { text += "file: \(path)\n" }
     for entry in preset.entries {
+      let mode = preset.resolution(of: entry.id).map {
+        "    mode \($0.requested.rawValue) → \($0.effective): \($0.reason)\n"
+      }
       guard case .unit(let stage) = entry else {
         if case .plugin(let p) = entry {
           text +=
             "  \(p.id) (lv2 \(p.uri))\(p.bypassed ? "  [bypassed]" : "")\(p.preset.map { "  preset '\($0)'" } ?? "")\n"
+            + (mode ?? "")
           for (symbol, value) in p.values.sorted(by: { $0.key < $1.key }) {
             text += "    \(p.id).\(symbol) = \(format(value))\n"
           }
@@ -38,7 +42,7 @@ public enum Reference {
       }
       guard let unit = BuiltinUnits.type(named: stage.type) else { continue }
       let label = stage.id == stage.type ? stage.id : "\(stage.id) (\(stage.type))"
-      text += "  \(label)\(stage.bypassed ? "  [bypassed]" : "")\n"
+      text += "  \(label)\(stage.bypassed ? "  [bypassed]" : "")\n" + (mode ?? "")
       for spec in unit.parameters {
         let value = stage.values[spec.name] ?? spec.defaultValue
         text += "    \(stage.id).\(spec.name) = \(format(value))\(spec.unit.isEmpty ? "" : " " + spec.unit)\n"

@@ -324,7 +324,8 @@ extension EndToEnd {
       let start = rig.2.frameCount
       try rig.2.record(frames: 9600)
       let out = rig.2.recording(channel: 1, from: start).samples
-      #expect(rms(out[...]) > 0.01, "no audio after the buffer-size change")
+      // Not silent (voice's feedback suppressor and denoiser take a steady sine far down).
+      #expect(rms(out[...]) > 1e-5, "no audio after the buffer-size change")
       #expect(rig.3.interrupt() == 0)
       let result = RealtimeGuard.counters(file)
       Self.measured("rtguard with eg-amp + dpl + MDA Delay: \(result.sorted { $0.key < $1.key })")

@@ -109,13 +109,14 @@ extension EndToEnd {
       server.stop()
     }
 
-    @Test("latency: LiveMic adds none and reports it through JACK")
+    @Test("latency: LiveMic adds only what its units declare and reports it through JACK")
     func latencyReported() throws {
+      // voice's denoise declares its speexdsp frames (480 at 48 kHz); podcast adds nothing.
       let (server, generator, capture, livemic) = try Self.rig(["-p", "voice"], signal: .frameCode)
-      #expect(livemic.log.contains("+ 0 (chain) +"))
+      #expect(livemic.log.contains("+ 480 (chain) +"), "\(livemic.log)")
       let input = capture.latency(of: "lmclient:in_1", capture: true)
       let output = capture.latency(of: "lmclient:out_1", capture: true)
-      #expect(input.min == output.min && input.max == output.max, "in \(input) out \(output)")
+      #expect(input.min + 480 == output.min && input.max + 480 == output.max, "in \(input) out \(output)")
       #expect(livemic.interrupt() == 0)
       generator.close()
       capture.close()

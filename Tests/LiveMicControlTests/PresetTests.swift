@@ -18,7 +18,22 @@ struct PresetTests {
     #expect(preset.name == name)
     #expect(!preset.description.isEmpty)
     let chain = try ChainAssembly.build(preset.units, sampleRate: 48000)
-    #expect(chain.latencyFrames == 0)
+    // denoise declares its speexdsp frames: 10 ms at 48 kHz.
+    let denoised = ["voice", "stream", "hearing"].contains(name)
+    #expect(chain.latencyFrames == (denoised ? 480 : 0))
+  }
+
+  @Test("hearing and voice suppress feedback and noise before a limiter; stream levels and denoises")
+  func issue7Presets() throws {
+    func active(_ name: String) throws -> Set<String> {
+      Set(try shipped.load(name).units.filter { !$0.bypassed }.map(\.type))
+    }
+    for name in ["hearing", "voice"] {
+      #expect(try active(name).isSuperset(of: ["feedback", "denoise", "limiter"]), "\(name)")
+    }
+    #expect(try active("stream").isSuperset(of: ["denoise", "leveler", "limiter"]))
+    #expect(try active("karaoke").isSuperset(of: ["echo", "reverb", "limiter"]))
+    #expect(try shipped.load("hearing").units.first { $0.type == "limiter" }?.values["ceiling_db"] == -6)
   }
 
   @Test("every shipped preset but flat ends with the limiter on, before the output volume")
