@@ -23,25 +23,46 @@ extension EndToEnd {
       let (server, generator, capture, livemic) = try LiveAudioTests.rig(
         ["-p", file.path], signal: .sine(frequencyHz: 220, amplitude: 0.25), guardOutput: counters)
       usleep(1_300_000)  // past the start ramp
-      let start = capture.frameCount
-      try capture.record(frames: 4800)
-      try Self.preset(volume: 0.4, bass: 6).write(to: file, atomically: true, encoding: .utf8)
-      kill(livemic.process.processIdentifier, SIGHUP)
-      #expect(livemic.waitForLog("preset 'switch' reloaded (SIGHUP)"), "\(livemic.log)")
-      try capture.record(frames: 9600)
-      let out = capture.recording(channel: 1, from: start).samples
+      // A switch whose window an xrun spoilt (the dummy server is not real-time, and a loaded
+      // 2-core machine delays it) is made again, back and forth, up to six times.
+      var out: [Float] = []
+      var expectedRatio: Float = 0.5
+      for attempt in 1...6 {
+        let xrunsBefore = capture.xruns.load(ordering: .relaxed)
+        let start = capture.frameCount
+        try capture.record(frames: 4800)
+        let (volume, bass): (Float, Float) = attempt % 2 == 1 ? (0.4, 6) : (0.8, 0)
+        expectedRatio = attempt % 2 == 1 ? 0.5 : 2
+        try Self.preset(volume: volume, bass: bass).write(to: file, atomically: true, encoding: .utf8)
+        kill(livemic.process.processIdentifier, SIGHUP)
+        #expect(
+          waitUntil(seconds: 10) {
+            livemic.log.components(separatedBy: "preset 'switch' reloaded (SIGHUP)").count > attempt
+          }, "\(livemic.log)")
+        try capture.record(frames: 9600)
+        usleep(20_000)  // an xrun is reported after the cycle it spoilt
+        out = capture.recording(channel: 1, from: start).samples
+        if capture.xruns.load(ordering: .relaxed) == xrunsBefore { break }
+      }
       let steady = out[0..<4800]
-      let steadyJump = zip(steady, steady.dropFirst()).map { abs($1 - $0) }.max() ?? 0
-      let jump = zip(out, out.dropFirst()).map { abs($1 - $0) }.max() ?? 0
-      #expect(jump <= steadyJump * 1.25, "largest step \(jump) against \(steadyJump) before the switch")
+      let steps = zip(out, out.dropFirst()).map { abs($1 - $0) }
+      let jump = steps.max() ?? 0
+      // The sine's own largest step, before and after (the louder of the two presets).
+      let steadyJump = max(steps[0..<4799].max() ?? 0, steps[(steps.count - 2400)...].max() ?? 0)
+      let at = steps.firstIndex(of: jump) ?? 0
+      #expect(
+        jump <= steadyJump * 1.25,
+        "largest step \(jump) at frame \(at) against \(steadyJump) before the switch: \(Array(out[max(at - 3, 0)..<min(at + 4, out.count)]))"
+      )
       // No gap: every 5 ms window keeps at least a third of the quieter preset's level.
       let quietest =
         stride(from: 0, to: out.count - 240, by: 240).map { rms(out[$0..<($0 + 240)]) }.min() ?? 0
       #expect(quietest > 0.4 * 0.25 * 0.707 / 3, "a 5 ms window fell to RMS \(quietest)")
-      // And the new preset is what plays now (volume 0.4 with +6 dB bass shelf at 100 Hz).
-      let after = rms(out[(out.count - 2400)...])
-      #expect(
-        abs(after - rms(steady) * 0.5) < rms(steady) * 0.15, "level after \(after), before \(rms(steady))")
+      // And the new preset is what plays now (volume halved with a +6 dB bass shelf at 100 Hz,
+      // or back).
+      let after = Float(rms(out[(out.count - 2400)...]))
+      let wanted = Float(rms(steady)) * expectedRatio
+      #expect(abs(after - wanted) < wanted * 0.15, "level after \(after), before \(rms(steady))")
       #expect(livemic.interrupt() == 0)
       // The crossfade runs both chains on the audio thread: still nothing counted there.
       RealtimeGuard.expectNothingCounted(counters)
