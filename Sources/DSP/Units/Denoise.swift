@@ -6,8 +6,9 @@ import CSpeexDSP
 /// is one microphone, copied to both channels unless `-i 2`). Latency: two 5 ms speexdsp frames
 /// (the FIFO's and the preprocessor's overlap-add), 480 frames = 10 ms at 48 kHz, declared in
 /// `latencyFrames`.
-/// The preprocessor's VAD, AGC and dereverberation stay off; `reset` clears the frame FIFO but
-/// keeps the noise estimate (speexdsp has no reset for it, and the noise has not changed).
+/// The preprocessor's VAD (off by default; setting it only prints a warning), AGC and
+/// dereverberation stay off; `reset` clears the frame FIFO but keeps the noise estimate
+/// (speexdsp has no reset for it, and the noise has not changed).
 public struct Denoise: VoiceUnit {
   public static let typeName = "denoise"
   public static let summary =
@@ -71,7 +72,7 @@ public struct Denoise: VoiceUnit {
       state = speex_preprocess_state_init(Int32(frame), sampleRate)
       argument = .allocate(capacity: 1)
       for (request, value) in [
-        (SPEEX_PREPROCESS_SET_DENOISE, 1), (SPEEX_PREPROCESS_SET_VAD, 0), (SPEEX_PREPROCESS_SET_AGC, 0),
+        (SPEEX_PREPROCESS_SET_DENOISE, 1), (SPEEX_PREPROCESS_SET_AGC, 0),
         (SPEEX_PREPROCESS_SET_DEREVERB, 0),
       ] {
         argument.pointee = Int32(value)

@@ -104,7 +104,7 @@ public struct EchoCanceller: VoiceUnit {
       speex_echo_ctl(echo, SPEEX_ECHO_SET_SAMPLING_RATE, argument)
       for (request, value) in [
         (SPEEX_PREPROCESS_SET_DENOISE, 1), (SPEEX_PREPROCESS_SET_NOISE_SUPPRESS, 0),
-        (SPEEX_PREPROCESS_SET_VAD, 0), (SPEEX_PREPROCESS_SET_AGC, 0), (SPEEX_PREPROCESS_SET_DEREVERB, 0),
+        (SPEEX_PREPROCESS_SET_AGC, 0), (SPEEX_PREPROCESS_SET_DEREVERB, 0),
       ] {
         argument.pointee = Int32(value)
         speex_preprocess_ctl(residual, request, argument)
