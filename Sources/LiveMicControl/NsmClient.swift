@@ -162,26 +162,14 @@ final class NsmClient: @unchecked Sendable {
 
   /// The path and the string or number arguments (as text) of an OSC message.
   static func decode(_ buffer: inout [UInt8], _ size: Int) -> (String, [String])? {
-    var result: Int32 = 0
-    guard
-      let path = buffer.withUnsafeMutableBytes({ lo_get_path($0.baseAddress, size) }).map({
-        String(cString: $0)
-      }),
-      let message = buffer.withUnsafeMutableBytes({ lo_message_deserialise($0.baseAddress, size, &result) })
-    else { return nil }
-    defer { lo_message_free(message) }
-    let types = Array(lo_message_get_types(message).map { String(cString: $0) } ?? "")
-    guard let argv = lo_message_get_argv(message) else { return (path, []) }
-    var args: [String] = []
-    for (i, type) in types.enumerated() {
-      guard let a = argv[i] else { continue }
-      switch type {
-      case "s", "S": args.append(String(cString: UnsafeRawPointer(a).assumingMemoryBound(to: CChar.self)))
-      case "i": args.append(String(a.pointee.i))
-      case "f": args.append(String(a.pointee.f))
-      default: args.append("")
+    guard let (path, args) = OscCodec.decode(&buffer, size) else { return nil }
+    return (
+      path,
+      args.map { arg in
+        if let s = arg?.string { return s }
+        if let n = arg?.number { return n == n.rounded() ? String(Int(n)) : String(n) }
+        return ""
       }
-    }
-    return (path, args)
+    )
   }
 }

@@ -87,26 +87,8 @@ final class OscServer: @unchecked Sendable {
   /// The control request an OSC message stands for; nil when the datagram is not OSC, empty
   /// when it is OSC but not a LiveMic message.
   private func decode(_ buffer: inout [UInt8], _ size: Int) -> [String: JSONValue]? {
-    var result: Int32 = 0
-    guard
-      let path = buffer.withUnsafeMutableBytes({ lo_get_path($0.baseAddress, size) }).map({
-        String(cString: $0)
-      }),
-      let message = buffer.withUnsafeMutableBytes({ lo_message_deserialise($0.baseAddress, size, &result) })
-    else { return nil }
-    defer { lo_message_free(message) }
-    let types = lo_message_get_types(message).map { String(cString: $0) } ?? ""
-    let argv = lo_message_get_argv(message)
-    func arg(_ i: Int) -> JSONValue? {
-      guard i < types.count, let argv, let a = argv[i] else { return nil }
-      switch Array(types)[i] {
-      case "f": return .number(Double(a.pointee.f))
-      case "d": return .number(a.pointee.d)
-      case "i": return .number(Double(a.pointee.i))
-      case "s", "S": return .string(String(cString: UnsafeRawPointer(a).assumingMemoryBound(to: CChar.self)))
-      default: return nil
-      }
-    }
+    guard let (path, args) = OscCodec.decode(&buffer, size) else { return nil }
+    func arg(_ i: Int) -> JSONValue? { i < args.count ? args[i] : nil }
     let parts = path.split(separator: "/").map(String.init)
     guard parts.first == "livemic", parts.count >= 2 else { return [:] }
     switch (parts[1], parts.count) {

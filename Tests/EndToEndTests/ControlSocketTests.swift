@@ -6,31 +6,10 @@ extension EndToEnd {
   struct ControlSocketTests {
     /// Sends raw bytes to a socket and returns what came back within `seconds`.
     static func exchange(_ path: String, _ bytes: [UInt8], seconds: Double = 2) -> String {
-      let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-      defer { close(fd) }
-      var address = sockaddr_un()
-      address.sun_family = sa_family_t(AF_UNIX)
-      withUnsafeMutableBytes(of: &address.sun_path) { raw in
-        for (i, b) in Array(path.utf8).enumerated() { raw[i] = b }
-      }
-      let ok = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-          connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-        }
-      }
-      guard ok == 0 else { return "" }
-      _ = bytes.withUnsafeBufferPointer { write(fd, $0.baseAddress, $0.count) }
-      var timeout = timeval(tv_sec: Int(seconds), tv_usec: 0)
-      setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-      var received = [UInt8]()
-      var chunk = [UInt8](repeating: 0, count: 65536)
-      let expected = bytes.filter { $0 == 10 }.count
-      while received.filter({ $0 == 10 }).count < expected {
-        let n = read(fd, &chunk, chunk.count)
-        if n <= 0 { break }
-        received += chunk[0..<n]
-      }
-      return String(decoding: received, as: UTF8.self)
+      guard let connection = try? SocketLines(path) else { return "" }
+      connection.send(bytes: bytes)
+      let lines = connection.lines(for: seconds, count: bytes.filter { $0 == 10 }.count)
+      return lines.map { $0 + "\n" }.joined()
     }
 
     @Test("ctl set changes the measured level by that many dB; status and preset load work")

@@ -25,17 +25,18 @@ final class SocketLines {
 
   deinit { close(fd) }
 
-  func send(_ line: String) {
-    let bytes = Array((line + "\n").utf8)
+  func send(_ line: String) { send(bytes: Array((line + "\n").utf8)) }
+
+  func send(bytes: [UInt8]) {
     _ = bytes.withUnsafeBufferPointer { write(fd, $0.baseAddress, $0.count) }
   }
 
-  /// Every line that arrives within `seconds`.
-  func lines(for seconds: Double) -> [String] {
+  /// Every line that arrives within `seconds` (or the first `count` of them, once they came).
+  func lines(for seconds: Double, count: Int = .max) -> [String] {
     var result: [String] = []
     let deadline = Date().addingTimeInterval(seconds)
     var chunk = [UInt8](repeating: 0, count: 65536)
-    while Date() < deadline {
+    while Date() < deadline && result.count < count {
       let n = read(fd, &chunk, chunk.count)
       if n > 0 { buffered += chunk[0..<n] }
       while let end = buffered.firstIndex(of: 10) {
