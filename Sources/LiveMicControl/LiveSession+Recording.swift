@@ -10,7 +10,9 @@ extension LiveSession {
 
   /// Starts what the command line asks for, once the first client runs.
   func startTapConsumers(_ client: JackClient) {
-    if let folder = options.recordDirectory { startLogged(.output, options.recordFormat, folder, .record, client) }
+    if let folder = options.recordDirectory {
+      startLogged(.output, options.recordFormat, folder, .record, client)
+    }
     if let folder = options.autorecordDirectory {
       startLogged(.output, options.recordFormat, folder, .autorecord, client)
     }
@@ -29,7 +31,9 @@ extension LiveSession {
   private func startLogged(
     _ tap: Tap, _ format: RecordingFormat, _ folder: String, _ origin: Recording.Origin, _ client: JackClient
   ) {
-    do { _ = try startRecording(tap: tap, format: format, path: folder + "/", origin: origin, client: client) } catch {
+    do {
+      _ = try startRecording(tap: tap, format: format, path: folder + "/", origin: origin, client: client)
+    } catch {
       Log.error(error.description)
       stream.emit("record-failed", ["path": .string(folder), "error": .string(error.description)])
     }
@@ -43,10 +47,13 @@ extension LiveSession {
     guard path.hasSuffix("/") || (exists && isFolder.boolValue) else { return path }
     let stamp = DateFormatter()
     stamp.dateFormat = "yyyyMMdd-HHmmss"
-    let base = (path as NSString).appendingPathComponent("\(client.name)-\(tap.name)-\(stamp.string(from: Date()))")
+    let base = (path as NSString).appendingPathComponent(
+      "\(client.name)-\(tap.name)-\(stamp.string(from: Date()))")
     var candidate = base + "." + format.rawValue
     var n = 2
-    while FileManager.default.fileExists(atPath: candidate) || recordings.contains(where: { $0.path == candidate }) {
+    while FileManager.default.fileExists(atPath: candidate)
+      || recordings.contains(where: { $0.path == candidate })
+    {
       candidate = base + "-\(n)." + format.rawValue
       n += 1
     }
@@ -141,7 +148,8 @@ extension LiveSession {
       stream.emit(
         "stream-failed",
         [
-          "path": .string(s.path), "error": .string(failure), "frames": .int(Int(s.writtenFrames.load(ordering: .relaxed))),
+          "path": .string(s.path), "error": .string(failure),
+          "frames": .int(Int(s.writtenFrames.load(ordering: .relaxed))),
         ])
     }
   }
@@ -180,10 +188,14 @@ extension LiveSession {
       return tapStatus
     case "start":
       let tapName = request["tap"]?.string ?? "output"
-      guard let tap = Tap(name: tapName) else { throw ControlError("tap '\(tapName)' is not one of input, output") }
+      guard let tap = Tap(name: tapName) else {
+        throw ControlError("tap '\(tapName)' is not one of input, output")
+      }
       var path = request["path"]?.string ?? ""
       if path.isEmpty {
-        path = (options.recordDirectory ?? options.autorecordDirectory ?? FileManager.default.currentDirectoryPath) + "/"
+        path =
+          (options.recordDirectory ?? options.autorecordDirectory ?? FileManager.default.currentDirectoryPath)
+          + "/"
       }
       let format: RecordingFormat
       if let name = request["format"]?.string {
@@ -195,7 +207,8 @@ extension LiveSession {
         format = RecordingFormat(pathExtension: (path as NSString).pathExtension) ?? .wav
       }
       do {
-        let recording = try startRecording(tap: tap, format: format, path: path, origin: .control, client: client)
+        let recording = try startRecording(
+          tap: tap, format: format, path: path, origin: .control, client: client)
         return summary(recording)
       } catch {
         Log.error(error.description)

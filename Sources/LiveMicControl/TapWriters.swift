@@ -91,7 +91,8 @@ final class Recording: @unchecked Sendable {
     }
     let folder = (path as NSString).deletingLastPathComponent
     if !folder.isEmpty {
-      do { try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) } catch {
+      do { try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) } catch
+      {
         throw TapWriterError(
           "cannot record to '\(path)': the folder cannot be created (\(Self.reason(of: error)))")
       }
@@ -160,7 +161,9 @@ final class Recording: @unchecked Sendable {
         }
         writtenFrames.add(UInt64(n), ordering: .releasing)
       }
-      if format == .wav && DispatchTime.now().uptimeNanoseconds >= lastHeader.uptimeNanoseconds + 1_000_000_000 {
+      if format == .wav
+        && DispatchTime.now().uptimeNanoseconds >= lastHeader.uptimeNanoseconds + 1_000_000_000
+      {
         sf_command(file, Int32(SFC_UPDATE_HEADER_NOW), nil, 0)
         lastHeader = .now()
       }
@@ -171,7 +174,9 @@ final class Recording: @unchecked Sendable {
     }
     let closed = sf_close(file)
     if closed != 0 {
-      failure.withLock { $0 = "recording '\(path)' could not be finalized (\(String(cString: sf_error_number(closed))))" }
+      failure.withLock {
+        $0 = "recording '\(path)' could not be finalized (\(String(cString: sf_error_number(closed))))"
+      }
     }
   }
 }
