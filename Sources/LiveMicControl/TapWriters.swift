@@ -89,13 +89,8 @@ final class Recording: @unchecked Sendable {
     guard format.isSupported(sampleRate: sampleRate) else {
       throw TapWriterError("the installed libsndfile cannot write \(format.rawValue.uppercased()) files")
     }
-    let folder = (path as NSString).deletingLastPathComponent
-    if !folder.isEmpty {
-      do { try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) } catch
-      {
-        throw TapWriterError(
-          "cannot record to '\(path)': the folder cannot be created (\(Self.reason(of: error)))")
-      }
+    if let failed = Self.makeFolders((path as NSString).deletingLastPathComponent) {
+      throw TapWriterError("cannot record to '\(path)': the folder cannot be created (\(failed))")
     }
     var info = SF_INFO()
     info.samplerate = Int32(sampleRate)
@@ -115,13 +110,19 @@ final class Recording: @unchecked Sendable {
     thread.start()
   }
 
-  /// The underlying reason of a Foundation file error, in a few words.
-  static func reason(of error: any Error) -> String {
-    let underlying = (error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError
-    if let code = underlying?.code, underlying?.domain == NSPOSIXErrorDomain {
-      return String(cString: strerror(Int32(code)))
+  /// Creates `folder` and its missing parents (mode 0755); the system's reason when it cannot.
+  static func makeFolders(_ folder: String) -> String? {
+    var path = folder.hasPrefix("/") ? "" : "."
+    for part in folder.split(separator: "/") {
+      path += "/" + part
+      var info = stat()
+      if stat(path, &info) == 0 {
+        if (info.st_mode & S_IFMT) != S_IFDIR { return String(cString: strerror(ENOTDIR)) }
+        continue
+      }
+      if mkdir(path, 0o755) != 0 && errno != EEXIST { return String(cString: strerror(errno)) }
     }
-    return error.localizedDescription
+    return nil
   }
 
   /// The one-sentence reason the writer stopped on its own (write failure), if it did.
