@@ -161,7 +161,8 @@ public final class TapTable: @unchecked Sendable {
       let before = passes.load(ordering: .acquiring)
       var waited = 0
       while passes.load(ordering: .acquiring) < before + 2 {
-        guard waited < timeoutMilliseconds else { return true }  // kept alive: never freed under the audio thread
+        // Kept alive (leaked) rather than freed under a stalled audio thread.
+        guard waited < timeoutMilliseconds else { return true }
         usleep(1000)
         waited += 1
       }
