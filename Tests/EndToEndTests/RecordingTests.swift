@@ -173,6 +173,34 @@ extension EndToEnd {
         seconds >= elapsed - 1 && seconds <= elapsed + 0.1, "\(seconds) s in the file, \(elapsed) s recorded")
     }
 
+    @Test("across a server restart: --record keeps one file, --autorecord starts a new one per session")
+    func recordingsAcrossReconnection() throws {
+      let folder = Paths.temporaryFolder("sessions")
+      defer { try? FileManager.default.removeItem(at: folder) }
+      let server = try JackServer(period: 256)
+      defer { server.stop() }
+      let (whole, sessions) = (
+        folder.appendingPathComponent("whole"), folder.appendingPathComponent("sessions")
+      )
+      let livemic = try LiveMicProcess(
+        [
+          "-s", server.name, "-n", "lmsess", "--no-connect", "--record", whole.path, "--autorecord",
+          sessions.path,
+        ],
+        environment: ["XDG_RUNTIME_DIR": folder.path])
+      #expect(livemic.waitForLog("recording 2 started"), "\(livemic.log)")
+      usleep(1_000_000)
+      try server.killAndRestart(period: 256)
+      #expect(livemic.waitForLog("recording 3 started"), "\(livemic.log)")
+      usleep(1_000_000)
+      #expect(livemic.interrupt() == 0)
+      let files = Self.files(sessions).compactMap { SoundFile($0) }
+      #expect(files.count == 2 && files.allSatisfy { $0.frames >= 40000 }, "\(Self.files(sessions))")
+      let all = Self.files(whole).compactMap { SoundFile($0) }
+      #expect(all.count == 1 && (all.first?.frames ?? 0) >= 90000, "\(Self.files(whole)) \(livemic.log)")
+      #expect(livemic.log.contains("recording 2 stopped (new session)"), "\(livemic.log)")
+    }
+
     @Test("a recording that cannot be written is refused in one sentence; audio and other consumers go on")
     func unwritableRecordingIsReported() throws {
       let folder = Paths.temporaryFolder("unwritable")
