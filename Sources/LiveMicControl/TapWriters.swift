@@ -235,6 +235,8 @@ final class StreamOut: @unchecked Sendable {
     defer { done.signal() }
     guard let fd = open() else { return }
     defer { if fd != 1 { close(fd) } }
+    // Non-blocking, so a reader that stops reading cannot hold up a stop.
+    _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
     if format == .wav {
       guard write(fd, Self.wavHeader(sampleRate: sampleRate)) else { return }
     }
@@ -271,10 +273,7 @@ final class StreamOut: @unchecked Sendable {
     }
     while !stopRequested.load(ordering: .acquiring) {
       let fd = Glibc.open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
-      if fd >= 0 {
-        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
-        return fd
-      }
+      if fd >= 0 { return fd }
       guard errno == ENXIO || errno == EINTR else {
         fail("the FIFO cannot be opened (\(String(cString: strerror(errno))))")
         return nil
@@ -284,7 +283,8 @@ final class StreamOut: @unchecked Sendable {
     return nil
   }
 
-  /// Writes all of `bytes`; false (after reporting) when the reader went away or the write failed.
+  /// Writes all of `bytes`, waiting while the reader is slow; false when the reader went away
+  /// or the write failed (reported), or when stopped while the reader does not read.
   private func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
     var sent = 0
     while sent < bytes.count {
@@ -294,6 +294,12 @@ final class StreamOut: @unchecked Sendable {
         continue
       }
       if n < 0 && errno == EINTR { continue }
+      if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+        if stopRequested.load(ordering: .acquiring) { return false }
+        var ready = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+        _ = poll(&ready, 1, 50)
+        continue
+      }
       fail(errno == EPIPE ? "the reader went away" : "a write failed (\(String(cString: strerror(errno))))")
       return false
     }

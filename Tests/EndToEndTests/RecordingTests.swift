@@ -147,6 +147,40 @@ extension EndToEnd {
       Self.expectContinuous(streamed[1], capture, channel: 2, "stream, right")
     }
 
+    @Test("a stream reader that stops reading only costs the stream frames; a recording and the audio go on")
+    func stalledReaderIsIsolated() throws {
+      let folder = Paths.temporaryFolder("stall")
+      defer { try? FileManager.default.removeItem(at: folder) }
+      let env = ["XDG_RUNTIME_DIR": folder.path]
+      let fifo = folder.appendingPathComponent("stream.f32").path
+      #expect(mkfifo(fifo, 0o600) == 0)
+      // Opened for reading (non-blocking, so the test goes on) and never read.
+      let stalled = open(fifo, O_RDONLY | O_NONBLOCK)
+      defer { close(stalled) }
+      let (server, generator, capture, livemic) = try Self.rig(
+        ["--stream-out", fifo, "--record", folder.appendingPathComponent("takes").path], captureSeconds: 12,
+        environment: env)
+      defer {
+        generator.close()
+        capture.close()
+        server.stop()
+      }
+      // The pipe (64 KiB) and the stream's ring (about 5.5 s) fill up, then the stream drops.
+      var status: [String: Any] = [:]
+      let dropping = waitUntil(seconds: 10) {
+        status = (try? Self.ctl(["status"], env)) ?? [:]
+        return ((status["stream"] as? [String: Any])?["dropped_frames"] as? Int ?? 0) > 0
+      }
+      #expect(dropping, "\(status)")
+      #expect((status["recordings"] as? [[String: Any]])?.first?["dropped_frames"] as? Int == 0, "\(status)")
+      let start = try capture.recordWithoutXrun(frames: 24000)
+      #expect(
+        capture.recording(channel: 1, from: start).samples
+          == capture.recording(channel: 0, from: start).samples)
+      #expect(livemic.interrupt() == 0)
+      #expect(livemic.log.contains(", 0 dropped,"), "\(livemic.log)")
+    }
+
     @Test("kill -9 while recording WAV: the file opens and holds all but the last second")
     func killedRecordingIsReadable() throws {
       let folder = Paths.temporaryFolder("kill")
