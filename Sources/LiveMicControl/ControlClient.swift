@@ -32,12 +32,45 @@ public enum ControlClient {
       return ["cmd": "preset", "action": rest[0], "name": rest[1]]
     case ("mute", 0): return ["cmd": "mute"]
     case ("mute", 2) where rest[0] == "--mode": return ["cmd": "mute", "mode": rest[1]]
+    case ("record", _): return try recordRequest(rest)
     case ("route", 0): return ["cmd": "route"]
     case ("route", 1) where rest[0] == "clear": return ["cmd": "route", "action": "clear"]
     case ("route", 2) where rest[0] == "override":
       return ["cmd": "route", "action": "override", "ports": rest[1].split(separator: ",").map(String.init)]
     default:
       throw .usage("'ctl \(words.joined(separator: " "))' is not a ctl command; see 'livemic help ctl'")
+    }
+  }
+
+  /// `record [list]`, `record start [--tap input|output] [--format F] [PATH]`, `record stop [ID]`.
+  static func recordRequest(_ words: [String]) throws(ControlClientError) -> [String: Any] {
+    let usage = ControlClientError.usage(
+      "use 'ctl record start [--tap input|output] [--format wav|flac|ogg|mp3] [PATH]', 'ctl record stop [ID]' or 'ctl record'"
+    )
+    switch words.first {
+    case nil, "list": return ["cmd": "record", "action": "list"]
+    case "stop":
+      guard words.count <= 2 else { throw usage }
+      guard words.count == 2 else { return ["cmd": "record", "action": "stop"] }
+      guard let id = Int(words[1]) else { throw .usage("'\(words[1])' is not a recording id") }
+      return ["cmd": "record", "action": "stop", "id": id]
+    case "start":
+      var request: [String: Any] = ["cmd": "record", "action": "start"]
+      var rest = Array(words.dropFirst())
+      while let word = rest.first {
+        rest.removeFirst()
+        if word == "--tap" || word == "--format" {
+          guard let value = rest.first else { throw usage }
+          rest.removeFirst()
+          request[String(word.dropFirst(2))] = value
+        } else if request["path"] == nil && !word.hasPrefix("--") {
+          request["path"] = word
+        } else {
+          throw usage
+        }
+      }
+      return request
+    default: throw usage
     }
   }
 

@@ -36,6 +36,17 @@ public struct RunOptions: Sendable {
   public var routeIn: [String] = []
   /// What happens when the output target is lost or changes device.
   public var onRouteLoss: RouteLossPolicy = .mute
+  /// `--record DIR`: record the output tap for the whole run into one file in DIR.
+  public var recordDirectory: String?
+  /// `--autorecord DIR`: record the output tap of every live session (a new file after each
+  /// reconnection) into DIR.
+  public var autorecordDirectory: String?
+  /// The format of `--record` and `--autorecord` files.
+  public var recordFormat: RecordingFormat = .wav
+  /// `--stream-out PATH|-`: the output tap as a continuous stream (nil: none).
+  public var streamOut: String?
+  /// `--stream-format f32|wav`.
+  public var streamWavHeader = false
 
   public init() {}
 }
@@ -142,6 +153,13 @@ public final class LiveSession: @unchecked Sendable {
   let wake = DispatchSemaphore(value: 0)
   /// The connections LiveMic's ports have, kept across server restarts.
   let book = ConnectionBook()
+  /// The tap consumers' table, shared by every client this session opens.
+  let taps = TapTable()
+  /// The recordings running, and the next recording's id.
+  var recordings: [Recording] = []
+  var nextRecordingId = 1
+  /// The `--stream-out` consumer, while it runs.
+  var streamOut: StreamOut?
 
   public init(options: RunOptions) {
     self.options = options
@@ -246,6 +264,7 @@ public final class LiveSession: @unchecked Sendable {
         "latency_frames": .int(chain.latencyFrames),
       ])
     stream.emit("preset-loaded", ["name": .string(preset.name), "reason": .string("start")])
+    startTapConsumers(client)
     do { control = try ControlServer(name: client.name, wake: wake) } catch {
       Log.error(error.description + "; running without it")
     }
@@ -262,6 +281,7 @@ public final class LiveSession: @unchecked Sendable {
     while true {
       switch supervise(client, state: state) {
       case .stop:
+        stopAllTapConsumers()
         stream.emit("stopped", ["cycles": .int(Int(state.cycles.load(ordering: .relaxed)))])
         return 0
       case .serverLost:
@@ -269,8 +289,12 @@ public final class LiveSession: @unchecked Sendable {
         stream.emit("server-lost", ["server": .string(serverLabel)])
         JackMessages.setQuiet(true)  // closing the dead client and polling print noise
         client.close()
-        guard let next = reconnect() else { return 0 }
+        guard let next = reconnect() else {
+          stopAllTapConsumers()
+          return 0
+        }
         (client, state) = next
+        restartRecordings(after: client)
       }
     }
   }
@@ -365,7 +389,7 @@ public final class LiveSession: @unchecked Sendable {
   /// Registers the ports and activates `chain` on `client` (silent from the start when muted).
   private func start(_ client: JackClient, chain: VoiceChain) throws(EngineError) -> ProcessState {
     try client.registerPorts(inputCount: options.inputCount)
-    return try client.start(chain: chain, muted: muted || options.startMuted)
+    return try client.start(chain: chain, muted: muted || options.startMuted, taps: taps)
   }
 
   /// Waits (up to 300 ms) until the output ramp is silent.
@@ -470,6 +494,8 @@ public final class LiveSession: @unchecked Sendable {
 
   private func installSignalHandlers() {
     let wake = self.wake
+    // A stream reader that goes away must give EPIPE, not kill the process.
+    signal(SIGPIPE, SIG_IGN)
     // Each signal only sets its flag and wakes the supervisor.
     let actions: [(Int32, @Sendable (LiveSession) -> Void)] = [
       (SIGHUP, { $0.reloadRequested.store(true, ordering: .releasing) }),
@@ -517,6 +543,7 @@ public final class LiveSession: @unchecked Sendable {
       }
       if events.serverLost.load(ordering: .acquiring) { return .serverLost }
       answerSessionSaves(client)
+      superviseTapConsumers(audioRunning: !suspended)
       for request in control?.takeRequests() ?? [] {
         request.answer(answer(request.request, client: client, state: state))
       }

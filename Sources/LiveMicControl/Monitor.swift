@@ -146,12 +146,30 @@ public enum Monitor {
       .map { "\($0.key.split(separator: ":").last ?? "")→\($0.value.joined(separator: ","))" }
     lines.append(
       "route: " + (targets.isEmpty ? outs.joined(separator: "  ") : targets.joined(separator: ", ")))
+    lines += tapLines(s)
     lines.append("")
     lines.append("recent events:")
     lines += v.events.isEmpty ? ["  (none)"] : v.events.map { "  " + $0 }
     lines.append("")
     lines.append("keys: m mute   u unmute   +/- volume 1 dB   q quit   " + v.message)
     return lines.map { String($0.prefix(max(width, 20))) }
+  }
+
+  /// One line per recording and one for the stream, from `status`.
+  static func tapLines(_ status: [String: Any]) -> [String] {
+    let int = { (o: [String: Any], k: String) in (o[k] as? NSNumber)?.intValue ?? 0 }
+    var lines = (status["recordings"] as? [[String: Any]] ?? []).map { r in
+      "REC \(int(r, "id")) \(r["tap"] as? String ?? "?") \(r["format"] as? String ?? "?") "
+        + String(format: "%.1f s", (r["seconds"] as? NSNumber)?.doubleValue ?? 0)
+        + "  dropped \(int(r, "dropped_frames"))  \(r["path"] as? String ?? "")"
+    }
+    if let st = status["stream"] as? [String: Any] {
+      lines.append(
+        "stream \(st["format"] as? String ?? "?") → \(st["path"] as? String ?? "?")"
+          + ((st["open"] as? Bool ?? false) ? "" : " (waiting for a reader)")
+          + "  \(int(st, "frames")) frames, dropped \(int(st, "dropped_frames"))")
+    }
+    return lines
   }
 
   /// `[=====|    ]`: RMS filled, peak marked, -60 to 0 dBFS.

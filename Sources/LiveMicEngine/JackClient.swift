@@ -83,9 +83,13 @@ public final class JackClient: @unchecked Sendable {
   }
 
   /// Installs the callbacks with `chain` (prepared and warmed at `sampleRate`) and activates.
-  public func start(chain: VoiceChain, muted: Bool = false) throws(EngineError) -> ProcessState {
+  /// `taps` feeds the recordings and streams (it may come from an earlier client).
+  public func start(chain: VoiceChain, muted: Bool = false, taps: TapTable = TapTable()) throws(EngineError)
+    -> ProcessState
+  {
     let state = ProcessState(
-      inputs: inputPorts, outputs: outputPorts, midiIn: midiPort, chain: chain, sampleRate: sampleRate)
+      inputs: inputPorts, outputs: outputPorts, midiIn: midiPort, chain: chain, sampleRate: sampleRate,
+      taps: taps)
     if muted { state.ramp.fadeOut() }
     self.state = state
     events.chainLatencyFrames.store(UInt32(chain.latencyFrames), ordering: .relaxed)

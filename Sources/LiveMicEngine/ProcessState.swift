@@ -35,6 +35,8 @@ public final class ProcessState: @unchecked Sendable {
 
   /// Input and output levels, for `ctl meters`.
   public let meters = Meters()
+  /// The consumers of the `input` and `output` taps (recordings, streams); outlives the client.
+  public let taps: TapTable
   /// 1 while the chain is bypassed by the `bypass` mute mode (the dry input passes at the
   /// output volume), crossfaded over `crossfadeSeconds`.
   public let dryTarget = Atomic<UInt32>(0)
@@ -56,9 +58,10 @@ public final class ProcessState: @unchecked Sendable {
 
   init(
     inputs: [OpaquePointer], outputs: [OpaquePointer], midiIn: OpaquePointer?, chain: VoiceChain,
-    sampleRate: Double
+    sampleRate: Double, taps: TapTable
   ) {
     self.midiIn = midiIn
+    self.taps = taps
     precondition(!inputs.isEmpty && outputs.count == 2)
     self.inputs = inputs
     self.outputs = outputs
@@ -87,6 +90,7 @@ public final class ProcessState: @unchecked Sendable {
     meters.record(0, fadeLeft, n)
     mixDry(fadeLeft, fadeRight, fadeLeft, fadeRight, n, goal: 0, volume: 1)
     _ = meters.read()
+    taps.warm(frames: n)
     lastFrames.store(UInt32(n), ordering: .relaxed)
     _ = slot.beginSwap()
     _ = sinf(Float(n)) + cosf(Float(n))
@@ -101,7 +105,8 @@ public final class ProcessState: @unchecked Sendable {
   }
 
   /// One JACK cycle: copy input to the output buffers (a mono input feeds both channels), run
-  /// the chain in place there, apply the output ramp.
+  /// the chain in place there, apply the output ramp; hand the dry input and the final output
+  /// to the tap consumers' rings.
   /// - Realtime: safe
   @inline(__always)
   func process(frames: jack_nframes_t) -> Int32 {
@@ -136,6 +141,7 @@ public final class ProcessState: @unchecked Sendable {
     }
     meters.record(0, inL, n)
     meters.record(1, inR, n)
+    taps.write(.input, left: inL, right: inR, frames: n)
     let dryGoal: Float = dryTarget.load(ordering: .relaxed) == 1 ? 1 : 0
     if dryMix == 1 && dryGoal == 1 && n <= Self.maxFadeFrames {
       // Bypassed: the dry input at the output volume, the chain not run.
@@ -157,6 +163,8 @@ public final class ProcessState: @unchecked Sendable {
     meters.record(2, left, n)
     meters.record(3, right, n)
     meters.finishCycle(n)
+    taps.write(.output, left: left, right: right, frames: n)
+    taps.finishCycle()
     lastFrames.store(frames, ordering: .relaxed)
     cycles.add(1, ordering: .relaxed)
     return 0

@@ -235,6 +235,21 @@ func parseCommandLine(_ arguments: [String]) throws(UsageError) -> Command {
           throw UsageError(message: "--on-route-loss takes mute or continue, not '\(text)'")
         }
         options.onRouteLoss = policy
+      case "--record": options.recordDirectory = try reader.value(for: o)
+      case "--autorecord": options.autorecordDirectory = try reader.value(for: o)
+      case "--record-format":
+        let text = try reader.value(for: o)
+        guard let format = RecordingFormat(rawValue: text) else {
+          throw UsageError(message: "--record-format takes wav, flac, ogg or mp3, not '\(text)'")
+        }
+        options.recordFormat = format
+      case "--stream-out": options.streamOut = try reader.value(for: o)
+      case "--stream-format":
+        let text = try reader.value(for: o)
+        guard text == "f32" || text == "wav" else {
+          throw UsageError(message: "--stream-format takes f32 or wav, not '\(text)'")
+        }
+        options.streamWavHeader = text == "wav"
       case "-h", "--help": return .help("run")
       case "--version": return .version
       default: throw UsageError(message: "unknown option '\(o)'")
@@ -245,6 +260,9 @@ func parseCommandLine(_ arguments: [String]) throws(UsageError) -> Command {
         message: "unexpected argument '\(extra)' (commands: run, render, presets, params, bench)")
     }
     if options.clientName.isEmpty { throw UsageError(message: "--name must not be empty") }
+    if options.streamOut == "-" && (options.events == "json" || options.events == "-") {
+      throw UsageError(message: "--stream-out - and --events json cannot share standard output")
+    }
     return .run(options)
   }
 }

@@ -33,6 +33,14 @@ let mainHelp = """
         --osc PORT           accept OSC control messages on UDP PORT (see docs/control.md)
         --osc-host ADDRESS   the address OSC listens on (default 127.0.0.1)
         --events json|PATH   a JSON event stream, one object per line, on stdout or into PATH
+        --record DIR         record the output for the whole run into one file in DIR
+                             (CLIENT-output-YYYYMMDD-HHMMSS.wav; WAV header updated each second)
+        --autorecord DIR     record every live session: a new file at start and after each
+                             reconnection to the JACK server
+        --record-format wav|flac|ogg|mp3   format of those files (default wav, 32-bit float)
+        --stream-out PATH|-  write the output continuously to a file, a FIFO or stdout
+        --stream-format f32|wav   raw interleaved float32 (default) or a WAV header of unknown
+                             length first; not with '--events json' when PATH is -
         --route-out PATTERN  output routing preference (repeatable, most preferred first): a
                              regular expression over playback port names, e.g. 'USB.*:playback_'
         --route-in PATTERN   input routing preference (repeatable): capture port names
@@ -54,6 +62,8 @@ let mainHelp = """
     livemic --no-connect                      then patch it in qjackctl
     livemic render -p podcast take1.wav take1-processed.flac
     livemic --plugin http://lv2plug.in/plugins/eg-amp -c eg-amp.gain=-6
+    livemic --record ~/takes --record-format flac      save the whole run
+    livemic --stream-out - | ffmpeg -f f32le -ar 48000 -ac 2 -i - live.m4a
   """
 
 let renderHelp = """
@@ -126,6 +136,11 @@ let ctlHelp = """
                                until interrupted; --once: one reading)
     events                     follow the event stream (xruns, route changes, presets, ...)
     learn KEY                  map the next MIDI controller that moves (on midi_in) to KEY
+    record start [--tap input|output] [--format wav|flac|ogg|mp3] [PATH]
+                               record a tap (default output) into PATH (a file, or a folder
+                               for CLIENT-TAP-TIME.EXT; default: the --record folder or .)
+    record stop [ID]           stop one recording (or all) and finalize the file
+    record                     the recordings and the stream, with frames and drops
   --json prints the raw response (or stream) lines. See docs/control.md.
 
   EXAMPLES
@@ -134,6 +149,8 @@ let ctlHelp = """
     livemic ctl mute --mode bypass
     livemic ctl --json status | jq .xruns
     livemic ctl events
+    livemic ctl record start --tap input --format flac ~/takes/
+    livemic ctl record stop 1
   """
 
 let monitorHelp = """
@@ -142,7 +159,7 @@ let monitorHelp = """
   A terminal view of the running LiveMic whose JACK client is NAME (default livemic): level
   bars for the input and output (RMS filled, peak marked, -60 to 0 dBFS), the gain reduction
   of each compressor and limiter, xruns, DSP load, the preset, the output volume and the
-  route, and the latest events. Keys: m mute, u unmute, + / - volume by 1 dB, q quit.
+  route, the recordings and the stream (length, dropped frames), and the latest events. Keys: m mute, u unmute, + / - volume by 1 dB, q quit.
 
   EXAMPLES
     livemic monitor

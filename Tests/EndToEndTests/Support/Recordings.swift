@@ -1,0 +1,71 @@
+import CSndfile
+import Foundation
+
+/// A sound file read whole with libsndfile: its frame count (as its header says) and its
+/// channels, de-interleaved. Nil when libsndfile cannot open it.
+struct SoundFile {
+  let frames: Int
+  let sampleRate: Int
+  let channels: [[Float]]
+
+  init?(_ path: String) {
+    var info = SF_INFO()
+    guard let file = sf_open(path, Int32(SFM_READ), &info) else { return nil }
+    defer { sf_close(file) }
+    let count = Int(info.frames)
+    let c = Int(info.channels)
+    var interleaved = [Float](repeating: 0, count: max(count * c, 1))
+    let got = Int(sf_readf_float(file, &interleaved, sf_count_t(count)))
+    frames = got
+    sampleRate = Int(info.samplerate)
+    channels = (0..<c).map { ch in (0..<got).map { interleaved[$0 * c + ch] } }
+  }
+}
+
+/// Raw interleaved stereo float32 (a `--stream-format f32` stream), de-interleaved.
+func stereoFloats(_ data: Data) -> [[Float]] {
+  let count = data.count / 8
+  var left = [Float](repeating: 0, count: count)
+  var right = [Float](repeating: 0, count: count)
+  data.withUnsafeBytes { raw in
+    for i in 0..<count {
+      left[i] = raw.loadUnaligned(fromByteOffset: i * 8, as: Float.self)
+      right[i] = raw.loadUnaligned(fromByteOffset: i * 8 + 4, as: Float.self)
+    }
+  }
+  return [left, right]
+}
+
+/// How `samples` lines up with `reference` (a capture): the offset `o` such that
+/// `samples[i] == reference[i + o]`, found by searching the reference for a 64-sample probe
+/// from the middle of `samples`, bit for bit. Nil when the probe is not there.
+func alignment(of samples: [Float], in reference: [Float]) -> Int? {
+  let length = 64
+  guard samples.count > 2 * length, reference.count > length else { return nil }
+  let at = samples.count / 2
+  let probe = samples[at..<(at + length)].map(\.bitPattern)
+  var j = 0
+  while j + length <= reference.count {
+    var k = 0
+    while k < length && reference[j + k].bitPattern == probe[k] { k += 1 }
+    if k == length { return j - at }
+    j += 1
+  }
+  return nil
+}
+
+/// Compares `samples` with `reference` under an offset: how many samples differ and how many
+/// fall outside the reference.
+func compare(_ samples: [Float], _ reference: [Float], offset: Int) -> (mismatches: Int, outside: Int) {
+  var mismatches = 0
+  var outside = 0
+  for i in 0..<samples.count {
+    let j = i + offset
+    guard j >= 0 && j < reference.count else {
+      outside += 1
+      continue
+    }
+    if samples[i].bitPattern != reference[j].bitPattern { mismatches += 1 }
+  }
+  return (mismatches, outside)
+}
