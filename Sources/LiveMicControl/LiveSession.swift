@@ -112,19 +112,19 @@ public enum SessionError: Error, CustomStringConvertible {
 public final class LiveSession: @unchecked Sendable {
   var options: RunOptions
   let stopRequested = Atomic<Bool>(false)
-  private var signalSources: [any DispatchSourceSignal] = []
+  var signalSources: [any DispatchSourceSignal] = []
   var plugins: [PluginStage] = []
   /// The chain running (or to run after a reconnection) and the entries it was built from.
   var chain: VoiceChain!
   var entries: [ChainEntry] = []
   /// The preset file, for SIGHUP and --watch, and its modification date when last loaded.
-  private var presetPath: String?
+  var presetPath: String?
   /// The name of the preset running, and how its entries' processing modes were resolved.
   var presetName = ""
   var modes: [ModeResolution] = []
-  private var presetModified: Date?
-  private let reloadRequested = Atomic<Bool>(false)
-  private let unmuteRequested = Atomic<Bool>(false)
+  var presetModified: Date?
+  let reloadRequested = Atomic<Bool>(false)
+  let unmuteRequested = Atomic<Bool>(false)
   var route: RouteController?
   var inputRoute: RouteController?
   var control: ControlServer?
@@ -147,8 +147,8 @@ public final class LiveSession: @unchecked Sendable {
   var suspended = false
   var stream: EventStream!
   /// Xrun totals seen, with when, for "xruns in the last minute".
-  private var xrunHistory: [(time: DispatchTime, total: UInt64)] = []
-  private var lastHealth = DispatchTime.now()
+  var xrunHistory: [(time: DispatchTime, total: UInt64)] = []
+  var lastHealth = DispatchTime.now()
   /// Wakes the supervisor: JACK's callbacks (of every client it opens) and the signal handlers.
   let wake = DispatchSemaphore(value: 0)
   /// The connections LiveMic's ports have, kept across server restarts.
@@ -356,7 +356,7 @@ public final class LiveSession: @unchecked Sendable {
   }
 
   /// Per-stage processing time per block: `id mean/max µs`, for the log and health events.
-  private func stageSummary() -> String {
+  func stageSummary() -> String {
     "stage time per block (mean/max µs): "
       + chain.stageTimes().map {
         "\($0.id) " + String(format: "%.1f/%.0f", $0.meanMicroseconds, $0.maxMicroseconds)
@@ -365,7 +365,7 @@ public final class LiveSession: @unchecked Sendable {
   }
 
   /// Reports plugin stages left out, in the log and the event stream.
-  private func report(skipped: [(id: String, message: String)]) {
+  func report(skipped: [(id: String, message: String)]) {
     for (id, message) in skipped {
       Log.error(message)
       stream.emit("plugin-failed", ["id": .string(id), "error": .string(message)])
@@ -387,7 +387,7 @@ public final class LiveSession: @unchecked Sendable {
   }
 
   /// Registers the ports and activates `chain` on `client` (silent from the start when muted).
-  private func start(_ client: JackClient, chain: VoiceChain) throws(EngineError) -> ProcessState {
+  func start(_ client: JackClient, chain: VoiceChain) throws(EngineError) -> ProcessState {
     try client.registerPorts(inputCount: options.inputCount)
     return try client.start(chain: chain, muted: muted || options.startMuted, taps: taps)
   }
@@ -399,68 +399,7 @@ public final class LiveSession: @unchecked Sendable {
     return state.ramp.isSilent
   }
 
-  /// Reopens the client under the same name once a server of the same name accepts clients
-  /// again (retrying after 20 ms, backing off to 1 s), re-prepares the chain if the sample rate
-  /// changed (keeping every parameter value), restarts audio with the start-quiet ramp and
-  /// restores every connection the ports had. Nil when asked to stop meanwhile.
-  private func reconnect() -> (JackClient, ProcessState)? {
-    let lostAt = DispatchTime.now()
-    var delayMilliseconds = 20
-    defer { JackMessages.setQuiet(false) }
-    while true {
-      if stopRequested.load(ordering: .acquiring) { return nil }
-      _ = wake.wait(timeout: .now() + .milliseconds(delayMilliseconds))
-      if stopRequested.load(ordering: .acquiring) { return nil }
-      delayMilliseconds = min(delayMilliseconds * 2, 1000)
-      guard let client = try? JackClient(name: options.clientName, server: options.serverName, wake: wake)
-      else { continue }
-      if client.sampleRate != chain.sampleRate {
-        do {
-          let built = try ChainBuilder.build(entries, settings: Self.settings(for: client))
-          report(skipped: built.skipped)
-          for p in chain.parameters where p.spec.kind != .output {
-            built.chain.set(p.key, chain.targets.value(p.index))
-          }
-          chain = built.chain
-          plugins = built.plugins
-          Log.info("sample rate is now \(Int(client.sampleRate)) Hz: the chain was re-prepared")
-        } catch {
-          Log.error("cannot re-prepare the chain at \(Int(client.sampleRate)) Hz: \(error.description)")
-          client.close()
-          continue
-        }
-      }
-      let state: ProcessState
-      do { state = try start(client, chain: chain) } catch {
-        Log.error(error.description)
-        client.close()
-        continue
-      }
-      book.restore(client)
-      route?.apply(client)
-      inputRoute?.apply(client)
-      bindMidi(state)
-      suspended = false
-      if muteMode == "suspend" { muteMode = "ramp" }  // a new client starts active: keep it silent
-      if muteMode == "bypass" { state.dryTarget.store(1, ordering: .relaxed) }
-      let ms = Double(DispatchTime.now().uptimeNanoseconds - lostAt.uptimeNanoseconds) / 1e6
-      stream.emit(
-        "reconnected",
-        [
-          "server": .string(serverLabel), "ms": .double(ms), "sample_rate": .int(Int(client.sampleRate)),
-          "buffer_frames": .int(client.bufferFrames), "restored": .int(book.restoredCount),
-          "waiting": .int(book.pendingCount),
-        ])
-      Log.info(
-        "reconnected to '\(serverLabel)' after " + String(format: "%.0f", ms) + " ms: "
-          + "\(Int(client.sampleRate)) Hz, \(client.bufferFrames) frames per period, "
-          + "\(book.restoredCount) connection(s) restored"
-          + (book.pendingCount > 0 ? ", \(book.pendingCount) waiting for their ports" : ""))
-      return (client, state)
-    }
-  }
-
-  private func connect(_ client: JackClient) {
+  func connect(_ client: JackClient) {
     if options.noConnect {
       Log.info("--no-connect: ports registered, nothing connected")
       return
@@ -481,7 +420,7 @@ public final class LiveSession: @unchecked Sendable {
     }
   }
 
-  private func logLatency(_ client: JackClient, chainLatencyFrames: Int) {
+  func logLatency(_ client: JackClient, chainLatencyFrames: Int) {
     guard let input = client.inputPortNames.first, let output = client.outputPortNames.first else { return }
     let capture = client.latencyRange(of: input, capture: true).upperBound
     let playback = client.latencyRange(of: output, capture: false).upperBound
@@ -492,7 +431,7 @@ public final class LiveSession: @unchecked Sendable {
         + "\(total) frames (" + String(format: "%.1f", ms) + " ms)")
   }
 
-  private func installSignalHandlers() {
+  func installSignalHandlers() {
     let wake = self.wake
     // A stream reader that goes away must give EPIPE, not kill the process.
     signal(SIGPIPE, SIG_IGN)
@@ -515,128 +454,4 @@ public final class LiveSession: @unchecked Sendable {
     }
   }
 
-  enum Outcome { case stop, serverLost }
-
-  /// Watches the engine's events until asked to stop or the server goes away.
-  private func supervise(_ client: JackClient, state: ProcessState) -> Outcome {
-    let events = client.events
-    var reportedXruns: UInt64 = 0
-    var lastXrunReport = DispatchTime(uptimeNanoseconds: 0)
-    var bufferFrames = events.bufferFrames.load(ordering: .relaxed)
-    var sampleRate = events.sampleRate.load(ordering: .relaxed)
-    var freewheeling = false
-    xrunHistory.removeAll()  // a new client counts from zero
-    while true {
-      _ = events.wake.wait(timeout: nextWakeTimeout())
-      streamMeters(state)
-      if stopRequested.load(ordering: .acquiring) {
-        state.ramp.fadeOut()
-        let deadline = DispatchTime.now() + .milliseconds(300)
-        while !state.ramp.isSilent && DispatchTime.now() < deadline
-          && !events.serverLost.load(ordering: .acquiring)
-        {
-          usleep(2000)
-        }
-        client.close()
-        Log.info("stopped after \(state.cycles.load(ordering: .relaxed)) cycles; " + stageSummary())
-        return .stop
-      }
-      if events.serverLost.load(ordering: .acquiring) { return .serverLost }
-      answerSessionSaves(client)
-      superviseTapConsumers(audioRunning: !suspended)
-      for request in control?.takeRequests() ?? [] {
-        request.answer(answer(request.request, client: client, state: state))
-      }
-      // Plugins may report a new latency at any time (a convolver once its impulse is loaded).
-      let latency = chain.latencyFrames
-      if latency != Int(events.chainLatencyFrames.load(ordering: .relaxed)) {
-        client.setChainLatency(frames: latency)
-        Log.info("chain latency is now \(latency) frames (reported to JACK)")
-      }
-      if DispatchTime.now().uptimeNanoseconds > lastHealth.uptimeNanoseconds + 10_000_000_000 {
-        lastHealth = .now()
-        let xrunsNow = events.xruns.load(ordering: .relaxed)
-        stream.emit(
-          "health",
-          [
-            "dsp_load_percent": .double(Double(client.cpuLoadPercent)), "xruns": .int(Int(xrunsNow)),
-            "xruns_last_minute": .int(Int(xrunsNow - min(xrunHistory.first?.total ?? xrunsNow, xrunsNow))),
-            "cycles": .int(Int(state.cycles.load(ordering: .relaxed))), "stages": .string(stageSummary()),
-          ])
-      }
-      if reloadRequested.exchange(false, ordering: .acquiringAndReleasing) {
-        reloadPreset(client, state: state, reason: "SIGHUP")
-      } else if options.watch, let path = presetPath, Self.modificationDate(path) != presetModified {
-        presetModified = Self.modificationDate(path)
-        reloadPreset(client, state: state, reason: "the file changed")
-      }
-      // Keep the book of connections current (a user may patch in qjackctl), and make the
-      // connections still waiting for their ports once those appear.
-      if events.graphChanged.exchange(false, ordering: .acquiringAndReleasing) {
-        // Let the graph settle first: a client that quits drops its connections a moment
-        // before its ports, and that must not read as a user undoing them.
-        usleep(100_000)
-        _ = events.graphChanged.exchange(false, ordering: .acquiringAndReleasing)
-        if suspended { continue }
-        book.connectPending(client)
-        if let inputRoute, let change = inputRoute.update(client) { report(change, direction: "input") }
-        if let route, let change = route.update(client) {
-          report(change, direction: "output")
-          if change.mute && !muted {
-            muted = true
-            state.ramp.fadeOut()
-            Log.info("output muted (route changed): unmute with 'livemic ctl unmute' or SIGUSR1")
-            stream.emit("muted", ["reason": .string(change.reason)])
-          }
-        }
-        book.record(client)
-      }
-      if unmuteRequested.exchange(false, ordering: .acquiringAndReleasing) {
-        _ = unmute(client, state)
-      }
-      let xruns = events.xruns.load(ordering: .relaxed)
-      let now = DispatchTime.now()
-      // Totals over the last minute, sampled at every wake (at least once a second).
-      xrunHistory.append((now, xruns))
-      xrunHistory.removeAll { now.uptimeNanoseconds - $0.time.uptimeNanoseconds > 60_000_000_000 }
-      if xruns != reportedXruns
-        && DispatchTime.now().uptimeNanoseconds > lastXrunReport.uptimeNanoseconds + 1_000_000_000
-      {
-        // Reported at most once a second (log and stream), with the counts behind it.
-        let lastMinute = xruns - min(xrunHistory.first?.total ?? 0, reportedXruns)
-        let delay = Float(bitPattern: events.lastXrunMicrosecondsBits.load(ordering: .relaxed))
-        let load = client.cpuLoadPercent
-        Log.info(
-          "xruns: \(xruns - reportedXruns) new, \(xruns) in total, \(lastMinute) in the last minute; last delay "
-            + String(format: "%.0f", delay) + " µs; DSP load " + String(format: "%.1f", load) + "%")
-        stream.emit(
-          "xrun",
-          [
-            "new": .int(Int(xruns - reportedXruns)), "total": .int(Int(xruns)),
-            "last_minute": .int(Int(lastMinute)),
-            "delay_us": .double(Double(delay)), "dsp_load_percent": .double(Double(load)),
-          ])
-        reportedXruns = xruns
-        lastXrunReport = now
-      }
-      for plugin in plugins {
-        for line in plugin.drainLog() { Log.info("plugin '\(plugin.id)': \(line)") }
-      }
-      let frames = events.bufferFrames.load(ordering: .relaxed)
-      if frames != bufferFrames {
-        bufferFrames = frames
-        Log.info("buffer size is now \(frames) frames")
-      }
-      if events.freewheeling.load(ordering: .relaxed) != freewheeling {
-        freewheeling.toggle()
-        Log.info(
-          freewheeling ? "JACK is freewheeling (running as fast as it can)" : "JACK stopped freewheeling")
-      }
-      let rate = events.sampleRate.load(ordering: .relaxed)
-      if rate != sampleRate {
-        sampleRate = rate
-        Log.info("sample rate is now \(rate) Hz")
-      }
-    }
-  }
 }
