@@ -21,15 +21,17 @@ import CSpeexDSP
 /// After the canceller, speexdsp's residual echo suppressor (a preprocessor linked to the
 /// canceller, its noise suppression at 0 dB so that it acts on echo only) attenuates what echo
 /// is left by up to `residual_db`. It always runs, so that the latency does not depend on the
-/// setting; at 0 dB it passes the signal unchanged (to 16-bit rounding).
+/// setting; at 0 dB it passes the signal unchanged (to 16-bit rounding). speexdsp takes whole
+/// dB: the smoothed parameter is rounded and approached by at most 1 dB per speexdsp frame
+/// (60 dB in 0.3 s), so a change never jumps the suppressor's gains.
 public struct EchoCanceller: VoiceUnit {
   public static let typeName = "aec"
   public static let summary =
     "Echo cancellation (speexdsp) of LiveMic's own output picked up by the microphone; mono, adds 10 ms of latency."
   public static let parameters = [
     ParameterSpec(
-      "residual_db", unit: "dB", range: 0...60, default: 0, kind: .integer,
-      "Largest extra attenuation of the echo left after cancellation (0: none; whole dB).")
+      "residual_db", unit: "dB", range: 0...60, default: 0,
+      "Largest extra attenuation of the echo left after cancellation (0: none).")
   ]
   public static var wantsReference: Bool { true }
 
@@ -40,7 +42,6 @@ public struct EchoCanceller: VoiceUnit {
   static let referenceCapacity = 1 << 15
 
   private var engine: Engine?
-  private var appliedResidual: Float = -1
 
   public init() {}
 
@@ -54,7 +55,7 @@ public struct EchoCanceller: VoiceUnit {
     let frame = SpeexFrames.frameSize(sampleRate: sampleRate, milliseconds: Self.frameMilliseconds)
     let tail = Int((Self.tailMilliseconds / 1000 * sampleRate / Double(frame)).rounded(.up)) * frame
     engine = Engine(frame: frame, tail: tail, sampleRate: Int32(sampleRate))
-    appliedResidual = -1
+    engine?.targetResidual = parameters.current(0)
   }
 
   /// - Realtime: safe
@@ -63,11 +64,7 @@ public struct EchoCanceller: VoiceUnit {
   /// - Realtime: safe
   public mutating func process(_ block: StereoBlock, parameters p: ParameterValues) {
     guard let engine else { return }
-    let residual = p.current(0).rounded()
-    if residual != appliedResidual {
-      appliedResidual = residual
-      engine.setResidual(decibels: residual)
-    }
+    engine.targetResidual = p.current(0)
     let start = engine.nearTotal
     let buffers = engine.buffers
     buffers.run(block) { end in engine.cancel(frameEnd: start &+ end) }
@@ -128,13 +125,29 @@ public struct EchoCanceller: VoiceUnit {
       referenceTotal = 0
     }
 
-    /// Sets the residual echo suppression (0 dB: none).
+    /// The residual suppression asked for (dB, the smoothed parameter).
+    var targetResidual: Float = 0
+    /// The suppression speexdsp has (whole dB; -1 before the first frame).
+    private var appliedResidual: Int32 = -1
+
+    /// Moves the residual echo suppression towards `targetResidual` by at most
+    /// `residualStepDecibels` (the first time, straight to it).
     /// - Realtime: safe
-    func setResidual(decibels: Float) {
-      argument.pointee = -Int32(decibels)
+    func stepResidual() {
+      let target = Int32(targetResidual.rounded())
+      if target == appliedResidual { return }
+      let next =
+        appliedResidual < 0
+        ? target
+        : appliedResidual + max(min(target - appliedResidual, residualStepDecibels), -residualStepDecibels)
+      appliedResidual = next
+      argument.pointee = -next
       speex_preprocess_ctl(residual, SPEEX_PREPROCESS_SET_ECHO_SUPPRESS, argument)
       speex_preprocess_ctl(residual, SPEEX_PREPROCESS_SET_ECHO_SUPPRESS_ACTIVE, argument)
     }
+
+    /// Largest change of the residual suppression per speexdsp frame.
+    let residualStepDecibels: Int32 = 1
 
     /// Cancels the echo in the frame of near-end signal that ended at frame number `frameEnd`.
     /// - Realtime: safe
@@ -152,6 +165,7 @@ public struct EchoCanceller: VoiceUnit {
       } else {
         buffers.far.update(repeating: 0, count: frame)
       }
+      stepResidual()
       speex_echo_cancellation(echo, buffers.near, buffers.far, buffers.out)
       _ = speex_preprocess_run(residual, buffers.out)
       buffers.setReady(from: buffers.out)
@@ -171,7 +185,13 @@ public struct EchoCanceller: VoiceUnit {
         ring[(referenceTotal &+ f) & mask] = SpeexFrames.toInt16(0.5 * (block.left[f] + block.right[f]))
       }
       referenceTotal &+= block.frames
-      let newLag = min(block.frames, EchoCanceller.referenceCapacity - 2 * buffers.frame)
+      // The lag must be at least the block size (the reference is there up to the block's start)
+      // and at most twice it (the earliest echo: one capture plus one playback period). A block
+      // within those bounds keeps the lag and the filter: a short last block or a split block
+      // (an offline render) does not reset the canceller, which re-exposed the echo at once (a
+      // 0.107 step in the output, first blamed on `residual_db`).
+      let size = min(block.frames, EchoCanceller.referenceCapacity - 2 * buffers.frame)
+      let newLag = size > lag || 2 * size < lag ? size : lag
       if newLag != lag {
         lag = newLag
         speex_echo_state_reset(echo)
