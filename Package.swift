@@ -14,6 +14,7 @@ let package = Package(
     .systemLibrary(name: "CLo", pkgConfig: "liblo", providers: [.apt(["liblo-dev"])]),
     .systemLibrary(name: "CFFTW", pkgConfig: "fftw3f", providers: [.apt(["libfftw3-dev"])]),
     .systemLibrary(name: "CSpeexDSP", pkgConfig: "speexdsp", providers: [.apt(["libspeexdsp-dev"])]),
+    .systemLibrary(name: "CEbur128", pkgConfig: "libebur128", providers: [.apt(["libebur128-dev"])]),
     // The C half of LV2 hosting: the variadic log functions and a lock-free log queue.
     .target(name: "CLV2Support"),
 
@@ -28,13 +29,13 @@ let package = Package(
     .target(name: "LV2Host", dependencies: ["DSP", "CLilv", "CLV2Support", "CJack"]),
 
     // The supervisor/control layer: presets, offline rendering, benchmark. Never real-time.
-    .target(name: "LiveMicControl", dependencies: ["LiveMicEngine", "LV2Host", "DSP", "CSndfile", "CLo"]),
+    .target(name: "LiveMicControl", dependencies: ["LiveMicEngine", "LV2Host", "DSP", "CSndfile", "CLo", "CEbur128"]),
 
     // Argument parsing and wiring only.
     .executableTarget(name: "livemic", dependencies: ["LiveMicControl"]),
 
     .testTarget(name: "DSPTests", dependencies: ["DSP"]),
-    .testTarget(name: "LiveMicControlTests", dependencies: ["LiveMicControl", "LV2Host", "DSP"]),
+    .testTarget(name: "LiveMicControlTests", dependencies: ["LiveMicControl", "LV2Host", "DSP", "CEbur128", "CSndfile"]),
     .testTarget(name: "EndToEndTests", dependencies: ["CJack", "CSndfile"]),
   ],
   swiftLanguageModes: [.v6]

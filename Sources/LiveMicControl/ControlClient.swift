@@ -33,6 +33,8 @@ public enum ControlClient {
     case ("mute", 0): return ["cmd": "mute"]
     case ("mute", 2) where rest[0] == "--mode": return ["cmd": "mute", "mode": rest[1]]
     case ("record", _): return try recordRequest(rest)
+    case ("loudness", 0): return ["cmd": "loudness"]
+    case ("loudness", 1) where rest[0] == "reset": return ["cmd": "loudness", "action": "reset"]
     case ("route", 0): return ["cmd": "route"]
     case ("route", 1) where rest[0] == "clear": return ["cmd": "route", "action": "clear"]
     case ("route", 2) where rest[0] == "override":
@@ -95,7 +97,8 @@ public enum ControlClient {
   }
 
   /// One line of meters for people: `in -12.3/-20.1 -12.0/-19.8  out …` (peak/RMS dBFS),
-  /// then each stage's gain reduction; from a `meters` response or stream line.
+  /// then each stage's gain reduction and the loudness (`M -18.2 S -19.0 I -20.1 LUFS TP -3.2
+  /// dBTP`); from a `meters` response or stream line.
   public static func meterLine(_ response: String) -> String? {
     guard let object = try? JSONSerialization.jsonObject(with: Data(response.utf8)) as? [String: Any],
       object["ok"] as? Bool == true || object["stream"] as? String == "meters"
@@ -108,6 +111,19 @@ public enum ControlClient {
       }.joined(separator: " ")
     }
     return "in " + side("input") + "   out " + side("output") + "   (peak/RMS dBFS)" + reductions
+      + loudnessLine(object["loudness"] as? [String: Double])
+  }
+
+  /// `  M -18.2 S -19.0 I -20.1 LUFS TP -3.2 dBTP` from a `loudness` object ("-inf" when
+  /// nothing is measured yet); empty without one.
+  public static func loudnessLine(_ loudness: [String: Double]?) -> String {
+    guard let l = loudness else { return "" }
+    func v(_ key: String) -> String {
+      let x = l[key] ?? -200
+      return x <= -200 ? "-inf" : String(format: "%.1f", x)
+    }
+    return "  M \(v("momentary_lufs")) S \(v("shortterm_lufs")) I \(v("integrated_lufs")) LUFS"
+      + " TP \(v("true_peak_dbtp")) dBTP"
   }
 
   /// One event stream line for people: `12:00:01.250 xrun new=1 total=3 …`.

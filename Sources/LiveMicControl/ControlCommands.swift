@@ -21,9 +21,10 @@ extension LiveSession {
       case "learn": result = try learn(request, state)
       case "meters": result = currentMeters(state).fields
       case "record": result = try record(request, client)
+      case "loudness": result = try loudnessCommand(request)
       default:
         throw ControlError(
-          "unknown command '\(command)' (commands: status, get, set, preset, mute, unmute, route, connections, meters, learn, record, subscribe, unsubscribe)"
+          "unknown command '\(command)' (commands: status, get, set, preset, mute, unmute, route, connections, meters, learn, record, loudness, subscribe, unsubscribe)"
         )
       }
       return Self.encode(["ok": true].merging(result) { a, _ in a })
@@ -73,7 +74,7 @@ extension LiveSession {
       "muted": muteMode != nil || muted,
       "mute_mode": muteMode ?? (muted ? "ramp" : "none"),
       "cycles": Int(state.cycles.load(ordering: .relaxed)), "chain": stages,
-    ].merging(tapStatus) { a, _ in a }
+    ].merging(tapStatus) { a, _ in a }.merging(loudnessStatus) { a, _ in a }
   }
 
   private func get(_ request: [String: JSONValue]) throws(ControlError) -> [String: Any] {

@@ -10,6 +10,7 @@ extension LiveSession {
 
   /// Starts what the command line asks for, once the first client runs.
   func startTapConsumers(_ client: JackClient) {
+    startLoudness(client)
     if let folder = options.recordDirectory {
       startLogged(.output, options.recordFormat, folder, .record, client)
     }
@@ -159,6 +160,7 @@ extension LiveSession {
   /// new file).
   func restartRecordings(after client: JackClient) {
     let rate = Int(client.sampleRate)
+    loudness?.follow(sampleRate: rate)
     for recording in recordings where recording.origin == .autorecord || recording.sampleRate != rate {
       let reason = recording.origin == .autorecord ? "new session" : "the sample rate changed to \(rate) Hz"
       stopRecording(recording, audioRunning: true, reason: reason)
@@ -170,6 +172,7 @@ extension LiveSession {
 
   /// Finalizes every recording and closes the stream (on stop; the audio is no longer running).
   func stopAllTapConsumers() {
+    stopLoudness(audioRunning: false)
     for recording in recordings { stopRecording(recording, audioRunning: false, reason: "stop") }
     if let s = streamOut {
       taps.detach(s.consumer, audioRunning: false)

@@ -160,6 +160,8 @@ public final class LiveSession: @unchecked Sendable {
   var nextRecordingId = 1
   /// The `--stream-out` consumer, while it runs.
   var streamOut: StreamOut?
+  /// The EBU R128 loudness meter on the output tap (always on, unless it could not start).
+  var loudness: LoudnessMeter?
 
   public init(options: RunOptions) {
     self.options = options

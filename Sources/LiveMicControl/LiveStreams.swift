@@ -11,6 +11,8 @@ struct MeterReading {
   var channels: [(peakDecibels: Double, rmsDecibels: Double)]
   /// The gain reduction (dB) each compressor/limiter stage reports, by stage id.
   var gainReductions: [(id: String, decibels: Double)]
+  /// The loudness meter's latest figures (nil when it is not running).
+  var loudness: LoudnessReading?
 
   /// The fields of a `meters` response or stream line.
   var fields: [String: Any] {
@@ -19,7 +21,11 @@ struct MeterReading {
     }
     var reductions: [String: Double] = [:]
     for (id, db) in gainReductions { reductions[id] = (db * 10).rounded() / 10 }
-    return ["input": Array(m[0..<2]), "output": Array(m[2..<4]), "gain_reduction_db": reductions]
+    var fields: [String: Any] = [
+      "input": Array(m[0..<2]), "output": Array(m[2..<4]), "gain_reduction_db": reductions,
+    ]
+    if let loudness { fields["loudness"] = loudness.fields }
+    return fields
   }
 
   /// The arguments of `/livemic/meters`: input L/R peak, output L/R peak, input L/R RMS,
@@ -58,7 +64,8 @@ extension LiveSession {
         decibels: Double(chain.targets.value($0.index))
       )
     }
-    let reading = MeterReading(channels: state.meters.read(), gainReductions: reductions)
+    let reading = MeterReading(
+      channels: state.meters.read(), gainReductions: reductions, loudness: loudness?.reading)
     lastMeters = reading
     return reading
   }

@@ -134,6 +134,11 @@ public enum Monitor {
           + String(repeating: " ", count: barWidth - filled)
           + "]" + String(format: " %5.1f dB ", db) + id)
     }
+    if let loudness = v.meters["loudness"] as? [String: Double] {
+      lines.append(
+        "R128" + ControlClient.loudnessLine(loudness)
+          + String(format: "  LRA %.1f LU", loudness["range_lu"] ?? 0))
+    }
     lines.append("")
     let muted = (s["muted"] as? Bool ?? false) ? "MUTED (\(s["mute_mode"] as? String ?? ""))" : "live"
     let volume = v.volume.map { $0 > 0 ? String(format: "%.1f dB (%.3f)", 20 * log10($0), $0) : "off" } ?? "?"
