@@ -125,7 +125,8 @@ struct LoudnessTests {
     let (samples, rate) = try Self.readStereo(path)
     let meter = try Self.chunked(samples, rate: rate)
     let ref = Self.reference(samples, rate: rate)
-    print("loudness speech (\(rate) Hz): meter I \(meter.integrated) LUFS, reference I \(ref.integrated) LUFS")
+    print(
+      "loudness speech (\(rate) Hz): meter I \(meter.integrated) LUFS, reference I \(ref.integrated) LUFS")
     #expect(ref.integrated > -60 && ref.integrated < 0)
     #expect(abs(meter.integrated - ref.integrated) <= 0.1)
     #expect(abs(meter.truePeak - ref.truePeak) <= 0.1)
