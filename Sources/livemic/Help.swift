@@ -132,8 +132,8 @@ let ctlHelp = """
     route clear                back to the default route
     connections                every connection of LiveMic's ports
     meters [--once]            input and output peak/RMS (dBFS) and each compressor's and
-                               limiter's gain reduction, about 20 times a second (follows
-                               until interrupted; --once: one reading)
+                               limiter's gain reduction and the loudness (EBU R128), about
+                               20 times a second (follows until interrupted; --once: one)
     events                     follow the event stream (xruns, route changes, presets, ...)
     learn KEY                  map the next MIDI controller that moves (on midi_in) to KEY
     record start [--tap input|output] [--format wav|flac|ogg|mp3] [PATH]
@@ -141,6 +141,9 @@ let ctlHelp = """
                                for CLIENT-TAP-TIME.EXT; default: the --record folder or .)
     record stop [ID]           stop one recording (or all) and finalize the file
     record                     the recordings and the stream, with frames and drops
+    loudness                   momentary, short-term, integrated loudness (LUFS), range and
+                               true peak (dBTP) of the output
+    loudness reset             start integrated loudness, range and true peak over
   --json prints the raw response (or stream) lines. See docs/control.md.
 
   EXAMPLES
@@ -151,6 +154,7 @@ let ctlHelp = """
     livemic ctl events
     livemic ctl record start --tap input --format flac ~/takes/
     livemic ctl record stop 1
+    livemic ctl loudness reset
   """
 
 let monitorHelp = """
@@ -158,7 +162,8 @@ let monitorHelp = """
 
   A terminal view of the running LiveMic whose JACK client is NAME (default livemic): level
   bars for the input and output (RMS filled, peak marked, -60 to 0 dBFS), the gain reduction
-  of each compressor and limiter, xruns, DSP load, the preset, the output volume and the
+  of each compressor and limiter, the loudness (EBU R128: momentary, short-term,
+  integrated, range, true peak), xruns, DSP load, the preset, the output volume and the
   route, the recordings and the stream (length, dropped frames), and the latest events. Keys: m mute, u unmute, + / - volume by 1 dB, q quit.
 
   EXAMPLES
