@@ -1,0 +1,53 @@
+import Foundation
+import Testing
+
+extension EndToEnd {
+  /// The EBU R128 loudness meter on a real jackd (dummy backend), with the release binary.
+  @Suite("Loudness", .serialized)
+  struct LoudnessTests {
+    static func ctl(_ words: [String], _ environment: [String: String]) throws -> [String: Any] {
+      jsonObject(try runLiveMic(["ctl", "-n", "lmloud", "--json"] + words, environment: environment).stdout)
+    }
+
+    static func figures(_ object: [String: Any]) -> [String: Double] {
+      object["loudness"] as? [String: Double] ?? [:]
+    }
+
+    @Test("a 1 kHz sine at -23 dBFS through the flat preset reads -23 LUFS (meters, status, reset)")
+    func sineThroughFlat() throws {
+      let folder = Paths.temporaryFolder("loudness")
+      defer { try? FileManager.default.removeItem(at: folder) }
+      let env = ["XDG_RUNTIME_DIR": folder.path]
+      let server = try JackServer(period: 256)
+      let generator = try TestClient(
+        name: "lmsine", server: server.name,
+        signal: .sine(frequencyHz: 1000, amplitude: Float(pow(10, -23.0 / 20))), captureChannels: 0)
+      defer {
+        generator.close()
+        server.stop()
+      }
+      let livemic = try LiveMicProcess(
+        ["-s", server.name, "-n", "lmloud", "-p", "flat", "--connect-in", generator.portName("out")],
+        environment: env)
+      #expect(livemic.waitForLog("latency capture-to-playback"), "\(livemic.log)")
+      // The start ramp (1 s) and a full short-term window (3 s) of the steady sine.
+      sleep(5)
+      let meters = Self.figures(try Self.ctl(["meters", "--once"], env))
+      print("loudness end to end, meters: \(meters)")
+      #expect(abs((meters["momentary_lufs"] ?? 0) - -23) <= 0.2, "\(meters)")
+      #expect(abs((meters["shortterm_lufs"] ?? 0) - -23) <= 0.2, "\(meters)")
+      #expect(abs((meters["integrated_lufs"] ?? 0) - -23) <= 0.5, "\(meters)")
+      #expect(abs((meters["true_peak_dbtp"] ?? 0) - -23) <= 0.2, "\(meters)")
+
+      let reset = try Self.ctl(["loudness", "reset"], env)
+      #expect(reset["ok"] as? Bool == true, "\(reset)")
+      sleep(2)
+      let status = Self.figures(try Self.ctl(["status"], env))
+      print("loudness end to end, status 2 s after a reset: \(status)")
+      // After the reset only the steady sine counts.
+      #expect(abs((status["integrated_lufs"] ?? 0) - -23) <= 0.2, "\(status)")
+      #expect(status["dropped_frames"] == 0, "\(status)")
+      #expect(livemic.interrupt() == 0)
+    }
+  }
+}
