@@ -74,8 +74,11 @@ let renderHelp = """
   extension names (.wav/.aiff/.caf: 32-bit float, .flac: 24-bit, .ogg: Vorbis). The output is
   always stereo. There is no start ramp offline.
 
-  EXAMPLE
+  EXAMPLES
     livemic render -p voice -c eq.treble_db=3 in.wav out.wav
+    livemic render -p podcast take1.wav take1-processed.flac
+    livemic render -p ~/my-preset.json --frames 64 in.flac out.ogg
+    livemic render --plugin http://lv2plug.in/plugins/eg-amp -c eg-amp.gain=-6 in.wav out.wav
   """
 
 let presetsHelp = """
@@ -84,6 +87,11 @@ let presetsHelp = """
 
   Presets are searched in $XDG_CONFIG_HOME/livemic/presets (~/.config/livemic/presets), then
   $LIVEMIC_PRESETS_DIR, then the installed presets/ folder. -p also takes a path.
+
+  EXAMPLES
+    livemic presets
+    livemic presets show karaoke
+    livemic ctl preset save ~/.config/livemic/presets/mine.json   then: livemic -p mine
   """
 
 let paramsHelp = """
@@ -91,6 +99,11 @@ let paramsHelp = """
 
   Lists every built-in parameter key (STAGE.PARAMETER) with its range, default and unit.
   --markdown prints docs/parameters.md.
+
+  EXAMPLES
+    livemic params
+    livemic params | grep ' eq\\.'
+    livemic params --markdown > docs/parameters.md
   """
 
 let benchHelp = """
@@ -100,6 +113,10 @@ let benchHelp = """
   voice chain and prints ns per sample and the real-time factor; then times sox running the
   equivalent chain (highpass, bass, treble, compand, reverb, gain) on the same audio, in the
   same run, and prints the ratio.
+
+  EXAMPLES
+    livemic bench
+    livemic bench --seconds 10 --no-sox
   """
 
 let pluginsHelp = """
@@ -110,6 +127,12 @@ let pluginsHelp = """
   name, class, audio inputs→outputs, and, when LiveMic cannot host one, the reason. 'show'
   prints a plugin's ports (symbol, name, range, default, unit, properties), presets, required
   and optional features and declared latency.
+
+  EXAMPLES
+    livemic plugins
+    livemic plugins reverb
+    livemic plugins --json | jq '.[].uri'
+    livemic plugins show http://lv2plug.in/plugins/eg-amp
   """
 
 let ctlHelp = """
