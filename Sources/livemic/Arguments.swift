@@ -9,6 +9,7 @@ struct UsageError: Error {
 enum Command {
   case run(RunOptions)
   case render(RenderOptions)
+  case plot(PlotOptions)
   case presets(show: String?)
   case params(markdown: Bool)
   case bench(BenchOptions)
@@ -50,7 +51,7 @@ struct ArgumentReader {
   static func longName(_ option: String) -> String {
     let long = [
       "-n": "--name", "-s": "--server", "-p": "--preset", "-c": "--set", "-i": "--inputs",
-      "-h": "--help",
+      "-h": "--help", "-o": "--output",
     ]
     return long[option] ?? option
   }
@@ -88,7 +89,7 @@ func portList(_ text: String) -> [String] {
 
 func parseCommandLine(_ arguments: [String]) throws(UsageError) -> Command {
   var words = arguments
-  let subcommands = ["run", "render", "presets", "params", "bench", "plugins", "ctl", "monitor", "help"]
+  let subcommands = ["run", "render", "plot", "presets", "params", "bench", "plugins", "ctl", "monitor", "help"]
   let sub = words.first.flatMap { subcommands.contains($0) ? $0 : nil } ?? "run"
   if words.first == sub { words.removeFirst() }
   var reader = ArgumentReader(words)
@@ -183,6 +184,22 @@ func parseCommandLine(_ arguments: [String]) throws(UsageError) -> Command {
       }
     }
     return .bench(options)
+  case "plot":
+    var options = PlotOptions()
+    while let o = reader.nextOption() {
+      switch o {
+      case "-o", "--output": options.outputPath = try reader.value(for: o)
+      case "-c", "--set": options.overrides.append(try reader.override(for: o))
+      case "--plugin": options.plugins.append(try reader.value(for: o))
+      case "-h", "--help": return .help("plot")
+      default: throw UsageError(message: "unknown option '\(o)' for 'livemic plot'")
+      }
+    }
+    guard reader.positional.count == 1 else {
+      throw UsageError(message: "'livemic plot' needs one preset name or path")
+    }
+    options.preset = reader.positional[0]
+    return .plot(options)
   case "render":
     var options = RenderOptions()
     while let o = reader.nextOption() {

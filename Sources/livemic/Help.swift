@@ -6,6 +6,7 @@ let mainHelp = """
   USAGE
     livemic [run] [OPTIONS]              run live on a JACK server (the default command)
     livemic render [OPTIONS] IN OUT      run the same chain over an audio file
+    livemic plot PRESET [-o FILE]        draw the frequency response of a preset's filters (SVG/PNG)
     livemic presets [show NAME]          list presets, or print one
     livemic params [--markdown]          list every parameter with range and default
     livemic bench [--seconds N]          measure the chain's speed against sox
@@ -79,6 +80,24 @@ let renderHelp = """
     livemic render -p podcast take1.wav take1-processed.flac
     livemic render -p ~/my-preset.json --frames 64 in.flac out.ogg
     livemic render --plugin http://lv2plug.in/plugins/eg-amp -c eg-amp.gain=-6 in.wav out.wav
+  """
+
+let plotHelp = """
+  USAGE: livemic plot [-o FILE.svg|FILE.png|-] [-c KEY=VALUE]... [--plugin URI]... PRESET
+
+  Draws the magnitude response (dB, 20 Hz–20 kHz on a log axis) of the preset's static
+  filters: the high-pass, the EQ and every LV2 plugin, measured by running a unit impulse
+  (65536 frames at 48 kHz) through them offline. Dynamics and time-based stages (gate,
+  compressor, limiter, denoise, echo, reverb, feedback, …), bypassed stages and the volumes
+  are left out. The thick curve is the total, the dashed ones each stage. PRESET is a name or
+  a path. Default output: PRESET.svg in the current directory; '-o -' writes the SVG to
+  standard output; .png needs rsvg-convert (Debian package librsvg2-bin).
+
+  EXAMPLES
+    livemic plot voice                         writes voice.svg
+    livemic plot karaoke -o karaoke.png
+    livemic plot voice -c eq.bass_db=6 -o - | display -
+    livemic plot flat --plugin http://gareus.org/oss/lv2/fil4#stereo -o fil4.svg
   """
 
 let presetsHelp = """
@@ -200,6 +219,7 @@ func help(for topic: String?) -> String {
   case "monitor": return monitorHelp
   case "plugins": return pluginsHelp
   case "render": return renderHelp
+  case "plot": return plotHelp
   case "presets": return presetsHelp
   case "params": return paramsHelp
   case "bench": return benchHelp

@@ -62,6 +62,12 @@ case .monitor(let name):
   do { exit(try Monitor.run(name: name)) } catch { fail(error.description, status: 2) }
 case .render(let options):
   do { try Renderer.render(options) } catch { fail(error.description, status: 1) }
+case .plot(let options):
+  do {
+    for warning in try ResponsePlot.run(options).warnings {
+      FileHandle.standardError.write(Data("livemic: error: \(warning)\n".utf8))
+    }
+  } catch { fail(error.description, status: 1) }
 case .bench(let options):
   do { print(try Benchmark.run(options), terminator: "") } catch { fail(error.description, status: 1) }
 case .run(let options):
