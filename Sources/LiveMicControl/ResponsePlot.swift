@@ -82,8 +82,8 @@ public enum ResponsePlot {
     (0..<count).map { low * pow(high / low, Double($0) / Double(max(1, count - 1))) }
   }
 
-  /// The chain of `entries`' impulse response (left output, both inputs driven), or nil and
-  /// the reasons when some plugin could not be made.
+  /// The chain of `entries`' impulse response (left output, both inputs driven), and one
+  /// sentence for each plugin that could not be made (left out).
   static func impulseResponse(_ entries: [ChainEntry], frames: Int = impulseFrames)
     throws(PlotError) -> (response: [Float], skipped: [String])
   {
@@ -92,12 +92,14 @@ public enum ResponsePlot {
       sampleRate: sampleRate, maxBlockFrames: block, nominalBlockFrames: block, fixedBlocks: false)
     let built: BuiltChain
     do { built = try ChainBuilder.build(entries, settings: settings) } catch { throw .session(error) }
-    var left = [Float](repeating: 0, count: frames)
-    var right = [Float](repeating: 0, count: frames)
-    left[0] = 1
-    right[0] = 1
-    for start in stride(from: 0, to: frames, by: block) {
-      let n = min(block, frames - start)
+    // Half a second of silence first, so plugins that smooth their controls have settled.
+    let settle = Int(sampleRate) / 2
+    var left = [Float](repeating: 0, count: settle + frames)
+    var right = [Float](repeating: 0, count: settle + frames)
+    left[settle] = 1
+    right[settle] = 1
+    for start in stride(from: 0, to: settle + frames, by: block) {
+      let n = min(block, settle + frames - start)
       left.withUnsafeMutableBufferPointer { l in
         right.withUnsafeMutableBufferPointer { r in
           built.chain.process(left: l.baseAddress! + start, right: r.baseAddress! + start, frames: n)
@@ -105,7 +107,7 @@ public enum ResponsePlot {
       }
     }
     _ = built.plugins.map { $0.drainLog() }
-    return (left, built.skipped.map { $0.message })
+    return (Array(left[settle...]), built.skipped.map { $0.message })
   }
 
   /// The magnitude in dB of `response`'s spectrum at each frequency (a direct DFT).
