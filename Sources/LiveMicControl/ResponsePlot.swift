@@ -30,7 +30,8 @@ public enum PlotError: Error, CustomStringConvertible {
     case .unknownFormat(let path):
       return "cannot tell the plot format of '\(path)' from its extension (use .svg or .png)"
     case .noConverter:
-      return "PNG output needs rsvg-convert (Debian package librsvg2-bin), which is not installed; write .svg instead"
+      return
+        "PNG output needs rsvg-convert (Debian package librsvg2-bin), which is not installed; write .svg instead"
     case .write(let path, let reason): return "cannot write '\(path)': \(reason)"
     case .convert(let reason): return "rsvg-convert could not make the PNG: \(reason)"
     }
@@ -77,7 +78,8 @@ public enum ResponsePlot {
   }
 
   /// `count` log-spaced frequencies from `low` to `high` Hz.
-  public static func logFrequencies(count: Int = 400, from low: Double = 20, to high: Double = 20000) -> [Double]
+  public static func logFrequencies(count: Int = 400, from low: Double = 20, to high: Double = 20000)
+    -> [Double]
   {
     (0..<count).map { low * pow(high / low, Double($0) / Double(max(1, count - 1))) }
   }
@@ -220,7 +222,9 @@ public enum ResponsePlot {
     let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     process.waitUntilExit()
     guard process.terminationStatus == 0 else {
-      throw .convert(reason: message.split(separator: "\n").first.map(String.init) ?? "exit status \(process.terminationStatus)")
+      throw .convert(
+        reason: message.split(separator: "\n").first.map(String.init)
+          ?? "exit status \(process.terminationStatus)")
     }
   }
 
@@ -323,7 +327,8 @@ public enum ResponsePlot {
     s +=
       "<rect x=\"\(format(legendX))\" y=\"\(top + 8)\" width=\"\(legendW)\" "
       + "height=\"\(format(Double(entries.count) * 18 + 26))\" fill=\"white\" fill-opacity=\"0.85\" stroke=\"#999\"/>\n"
-    s += "<text x=\"\(format(legendX + 8))\" y=\"\(top + 26)\" font-weight=\"bold\">preset \(escape(r.name))</text>\n"
+    s +=
+      "<text x=\"\(format(legendX + 8))\" y=\"\(top + 26)\" font-weight=\"bold\">preset \(escape(r.name))</text>\n"
     for (i, (label, colour, dashed)) in entries.enumerated() {
       let ly = top + 44 + Double(i) * 18
       s +=

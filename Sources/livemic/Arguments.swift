@@ -89,7 +89,9 @@ func portList(_ text: String) -> [String] {
 
 func parseCommandLine(_ arguments: [String]) throws(UsageError) -> Command {
   var words = arguments
-  let subcommands = ["run", "render", "plot", "presets", "params", "bench", "plugins", "ctl", "monitor", "help"]
+  let subcommands = [
+    "run", "render", "plot", "presets", "params", "bench", "plugins", "ctl", "monitor", "help",
+  ]
   let sub = words.first.flatMap { subcommands.contains($0) ? $0 : nil } ?? "run"
   if words.first == sub { words.removeFirst() }
   var reader = ArgumentReader(words)

@@ -96,7 +96,7 @@ let plotHelp = """
   EXAMPLES
     livemic plot voice                         writes voice.svg
     livemic plot karaoke -o karaoke.png
-    livemic plot voice -c eq.bass_db=6 -o - | display -
+    livemic plot voice -c eq.bass_db=6 -o - > voice-bass.svg
     livemic plot flat --plugin http://gareus.org/oss/lv2/fil4#stereo -o fil4.svg
   """
 

@@ -110,7 +110,7 @@ struct NativeTests {
     let texts = help.matches(of: /let (\w+Help) = """([\s\S]*?)"""/).map {
       (String($0.output.1), String($0.output.2))
     }
-    #expect(texts.count == 8)
+    #expect(texts.count == 9)
     for (name, text) in texts {
       #expect(text.contains("EXAMPLES\n    livemic"), "\(name) has no EXAMPLES section")
     }
@@ -144,6 +144,8 @@ struct NativeTests {
     #expect(presets.contains("voice") && presets.contains("karaoke"), "\(presets)")
     #expect(try Self.complete(["render", "--preset", "pod"], livemic: binary) == ["podcast"])
     #expect(try Self.complete(["presets", "show", "hea"], livemic: binary) == ["hearing"])
+    #expect(try Self.complete(["plot", "kar"], livemic: binary) == ["karaoke"])
+    #expect(try Self.complete(["plot", "--out"], livemic: binary) == ["--output"])
     let keys = try Self.complete(["ctl", "set", "eq."], livemic: binary)
     #expect(keys.contains("eq.bass_db") && keys.contains("eq.bypass"), "\(keys)")
     #expect(keys.allSatisfy { $0.hasPrefix("eq.") })

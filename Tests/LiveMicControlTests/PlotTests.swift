@@ -51,7 +51,8 @@ import Testing
       Issue.record("eg-amp is not installed (scripts/setup --test installs lv2-examples)")
       return
     }
-    let r = try ResponsePlot.measure([Installed.plugin("amp", Installed.amp, values: ["gain": -6])], name: "amp")
+    let r = try ResponsePlot.measure(
+      [Installed.plugin("amp", Installed.amp, values: ["gain": -6])], name: "amp")
     #expect(r.skipped.isEmpty)
     for db in r.total { #expect(abs(db + 6) < 0.05) }
   }
