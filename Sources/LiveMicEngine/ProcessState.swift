@@ -19,6 +19,11 @@ public final class ProcessState: @unchecked Sendable {
   private let input2: OpaquePointer?
   private let output1: OpaquePointer
   private let output2: OpaquePointer
+  /// The music bed's inputs (`--music`), mixed in after the chain; nil without `--music`.
+  private let music1: OpaquePointer?
+  private let music2: OpaquePointer?
+  /// Mixes and ducks the music bed.
+  let music: MusicMixer
 
   /// The chain the audio thread runs, swapped atomically.
   public let slot: ChainSlot
@@ -58,8 +63,12 @@ public final class ProcessState: @unchecked Sendable {
 
   init(
     inputs: [OpaquePointer], outputs: [OpaquePointer], midiIn: OpaquePointer?, chain: VoiceChain,
-    sampleRate: Double, taps: TapTable
+    sampleRate: Double, taps: TapTable, musicInputs: [OpaquePointer] = []
   ) {
+    precondition(musicInputs.isEmpty || musicInputs.count == 2)
+    music1 = musicInputs.first
+    music2 = musicInputs.last
+    music = MusicMixer(sampleRate: sampleRate)
     self.midiIn = midiIn
     self.taps = taps
     precondition(!inputs.isEmpty && outputs.count == 2)
@@ -80,6 +89,7 @@ public final class ProcessState: @unchecked Sendable {
     let n = min(max(frames, 1), Self.maxFadeFrames)
     fadeLeft.update(repeating: 0, count: n)
     fadeRight.update(repeating: 0, count: n)
+    dryLeft.update(repeating: 0, count: n)
     Unmanaged.passUnretained(self)._withUnsafeGuaranteedRef { state in
       state.slot.current()._withUnsafeGuaranteedRef {
         $0.process(left: state.fadeLeft, right: state.fadeRight, frames: n)
@@ -89,6 +99,9 @@ public final class ProcessState: @unchecked Sendable {
     }
     meters.record(0, fadeLeft, n)
     mixDry(fadeLeft, fadeRight, fadeLeft, fadeRight, n, goal: 0, volume: 1)
+    slot.current()._withUnsafeGuaranteedRef {
+      music.mix(dryLeft, dryLeft, into: fadeLeft, fadeRight, frames: min(n, Self.maxFadeFrames), chain: $0)
+    }
     _ = meters.read()
     taps.warm(frames: n)
     lastFrames.store(UInt32(n), ordering: .relaxed)
@@ -105,8 +118,9 @@ public final class ProcessState: @unchecked Sendable {
   }
 
   /// One JACK cycle: copy input to the output buffers (a mono input feeds both channels), run
-  /// the chain in place there, apply the output ramp; hand the dry input and the final output
-  /// to the tap consumers' rings.
+  /// the chain in place there, mix in the music bed (ducked under the processed voice), apply
+  /// the output ramp (to the voice and the music); hand the dry input and the final output to
+  /// the tap consumers' rings.
   /// - Realtime: safe
   @inline(__always)
   func process(frames: jack_nframes_t) -> Int32 {
@@ -157,6 +171,15 @@ public final class ProcessState: @unchecked Sendable {
       if (dryMix != 0 || dryGoal != 0) && n <= Self.maxFadeFrames {
         let volume = chain._withUnsafeGuaranteedRef { $0.outputVolume }
         mixDry(inL, inR, left, right, n, goal: dryGoal, volume: volume)
+      }
+    }
+    if let music1, let music2, let m1 = jack_port_get_buffer(music1, frames),
+      let m2 = jack_port_get_buffer(music2, frames)
+    {
+      chain._withUnsafeGuaranteedRef {
+        music.mix(
+          m1.assumingMemoryBound(to: Float.self), m2.assumingMemoryBound(to: Float.self), into: left, right,
+          frames: n, chain: $0)
       }
     }
     ramp.apply(left: left, right: right, frames: n)
