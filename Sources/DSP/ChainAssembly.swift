@@ -49,8 +49,10 @@ public enum BuiltinUnits {
     Limiter.self,
     OutputVolume.self,
   ]
-  /// Units a preset may name that are not in the default chain (`music`, added by `--music`).
-  nonisolated(unsafe) public static let optionalTypes: [any VoiceUnit.Type] = [MusicBed.self]
+  /// Units a preset may name that are not in the default chain (`music` and `monitor`, added by `--music` and `--monitor`).
+  nonisolated(unsafe) public static let optionalTypes: [any VoiceUnit.Type] = [
+    MusicBed.self, MonitorMix.self,
+  ]
   public static var typeNames: [String] { types.map { $0.typeName } }
 
   public static func type(named name: String) -> (any VoiceUnit.Type)? {

@@ -20,6 +20,13 @@ public struct RunOptions: Sendable {
   /// Registers the music bed inputs `music_1`/`music_2` and adds a `music` stage (its volume and
   /// ducking parameters) to the chain when the preset has none.
   public var music = false
+  /// Registers the monitor outputs `monitor_1`/`monitor_2` and adds a `monitor` stage (their
+  /// voice and music levels) to the chain when the preset has none.
+  public var monitor = false
+  /// Ports to connect `monitor_1`, `monitor_2` to (nil: none).
+  public var connectMonitor: [String]? {
+    didSet { if connectMonitor != nil { monitor = true } }
+  }
   /// Ports to connect to `music_1`, `music_2` (nil: none).
   public var connectMusic: [String]? {
     didSet { if connectMusic != nil { music = true } }
@@ -196,6 +203,9 @@ public final class LiveSession: @unchecked Sendable {
       }
       if options.music && !entries.contains(where: { $0.unit?.type == MusicBed.typeName }) {
         entries.append(.unit(StageDescription(id: MusicBed.typeName, type: MusicBed.typeName)))
+      }
+      if options.monitor && !entries.contains(where: { $0.unit?.type == MonitorMix.typeName }) {
+        entries.append(.unit(StageDescription(id: MonitorMix.typeName, type: MonitorMix.typeName)))
       }
       var withPlugins = preset
       withPlugins.chain = entries
@@ -400,7 +410,7 @@ public final class LiveSession: @unchecked Sendable {
 
   /// Registers the ports and activates `chain` on `client` (silent from the start when muted).
   func start(_ client: JackClient, chain: VoiceChain) throws(EngineError) -> ProcessState {
-    try client.registerPorts(inputCount: options.inputCount, music: options.music)
+    try client.registerPorts(inputCount: options.inputCount, music: options.music, monitor: options.monitor)
     return try client.start(chain: chain, muted: muted || options.startMuted, taps: taps)
   }
 
@@ -428,6 +438,9 @@ public final class LiveSession: @unchecked Sendable {
     }
     for (port, source) in zip(client.musicPortNames, options.connectMusic ?? []) {
       book.want(short(port), source, output: false, client: client)
+    }
+    for (port, destination) in zip(client.monitorPortNames, options.connectMonitor ?? []) {
+      book.want(short(port), destination, output: true, client: client)
     }
     guard route == nil else { return }  // the routing policy connects the outputs
     for (i, destination) in destinations.prefix(2).enumerated() {

@@ -127,3 +127,82 @@ struct DecibelCache {
     return linear
   }
 }
+
+/// A gain in dB smoothed towards its target once per sub-block (one-pole, 20 ms time constant,
+/// snapping to the target once settled), interpolated linearly within the sub-block.
+struct SmoothedGain {
+  private var value: Float = 0
+  private var cache = DecibelCache()
+
+  /// The gain at the start and end of the next `frames` (at most a sub-block); -60 dB or less is
+  /// silent.
+  /// - Realtime: safe
+  @inline(__always)
+  mutating func next(decibels: Float, frames: Int, alpha: Float) -> (from: Float, to: Float) {
+    let target: Float = decibels <= -60 ? 0 : cache.gain(decibels)
+    let from = value
+    let difference = target - value
+    let next = value + difference * alpha * Float(frames) / Float(MusicMixer.subBlock)
+    value = abs(difference) < 1e-6 || next == value ? target : next
+    return (from, value)
+  }
+}
+
+/// The monitor mix (`--monitor`): writes the processed voice (the chain's output, before the
+/// music is added) at `monitor.voice_db` plus the music bed (not ducked) at `monitor.music_db`
+/// into `monitor_1`/`monitor_2`. The settings are the parameters of the chain's `monitor` stage
+/// (`MonitorMix`); a chain without one uses its defaults.
+///
+/// Thread: `mix` on the audio thread only.
+final class MonitorMixer: @unchecked Sendable {
+  private let alpha: Float
+  private let defaults: UnsafeMutablePointer<Float>
+  private var voice = SmoothedGain()
+  private var music = SmoothedGain()
+
+  init(sampleRate: Double) {
+    alpha = Float(1 - exp(-Double(MusicMixer.subBlock) / (0.02 * sampleRate)))
+    defaults = .allocate(capacity: MonitorMix.parameters.count)
+    for (i, spec) in MonitorMix.parameters.enumerated() { defaults[i] = spec.defaultValue }
+  }
+
+  deinit { defaults.deallocate() }
+
+  /// - Realtime: safe
+  func mix(
+    voiceLeft: UnsafeMutablePointer<Float>, voiceRight: UnsafeMutablePointer<Float>,
+    musicLeft: UnsafeMutablePointer<Float>?, musicRight: UnsafeMutablePointer<Float>?,
+    into left: UnsafeMutablePointer<Float>, _ right: UnsafeMutablePointer<Float>, frames n: Int,
+    chain: VoiceChain
+  ) {
+    let targets = chain.targets
+    let base = chain.monitorParameterIndex
+    let voiceDb = base.map { targets.value($0) } ?? defaults[0]
+    let musicDb = base.map { targets.value($0 + 1) } ?? defaults[1]
+    var offset = 0
+    while offset < n {
+      let m = min(MusicMixer.subBlock, n - offset)
+      let v = voice.next(decibels: voiceDb, frames: m, alpha: alpha)
+      let vStep = (v.to - v.from) / Float(m)
+      let (vl, vr, l, r) = (voiceLeft + offset, voiceRight + offset, left + offset, right + offset)
+      for f in 0..<m {
+        let g = v.from == v.to ? v.to : v.from + vStep * Float(f + 1)
+        let (a, b) = (vl[f], vr[f])
+        l[f] = a * g
+        r[f] = b * g
+      }
+      let u = music.next(decibels: musicDb, frames: m, alpha: alpha)
+      if let musicLeft, let musicRight, u.from != 0 || u.to != 0 {
+        let uStep = (u.to - u.from) / Float(m)
+        let (ml, mr) = (musicLeft + offset, musicRight + offset)
+        for f in 0..<m {
+          let g = u.from == u.to ? u.to : u.from + uStep * Float(f + 1)
+          let (a, b, x, y) = (l[f], r[f], ml[f], mr[f])
+          l[f] = a + x * g
+          r[f] = b + y * g
+        }
+      }
+      offset += m
+    }
+  }
+}

@@ -24,6 +24,11 @@ public final class ProcessState: @unchecked Sendable {
   private let music2: OpaquePointer?
   /// Mixes and ducks the music bed.
   let music: MusicMixer
+  /// The monitor outputs (`--monitor`); nil without `--monitor`.
+  private let monitor1: OpaquePointer?
+  private let monitor2: OpaquePointer?
+  /// Mixes the monitor outputs.
+  let monitor: MonitorMixer
 
   /// The chain the audio thread runs, swapped atomically.
   public let slot: ChainSlot
@@ -63,9 +68,14 @@ public final class ProcessState: @unchecked Sendable {
 
   init(
     inputs: [OpaquePointer], outputs: [OpaquePointer], midiIn: OpaquePointer?, chain: VoiceChain,
-    sampleRate: Double, taps: TapTable, musicInputs: [OpaquePointer] = []
+    sampleRate: Double, taps: TapTable, musicInputs: [OpaquePointer] = [],
+    monitorOutputs: [OpaquePointer] = []
   ) {
     precondition(musicInputs.isEmpty || musicInputs.count == 2)
+    precondition(monitorOutputs.isEmpty || monitorOutputs.count == 2)
+    monitor1 = monitorOutputs.first
+    monitor2 = monitorOutputs.last
+    monitor = MonitorMixer(sampleRate: sampleRate)
     music1 = musicInputs.first
     music2 = musicInputs.last
     music = MusicMixer(sampleRate: sampleRate)
@@ -100,8 +110,13 @@ public final class ProcessState: @unchecked Sendable {
     meters.record(0, fadeLeft, n)
     mixDry(fadeLeft, fadeRight, fadeLeft, fadeRight, n, goal: 0, volume: 1)
     slot.current()._withUnsafeGuaranteedRef {
-      music.mix(dryLeft, dryLeft, into: fadeLeft, fadeRight, frames: min(n, Self.maxFadeFrames), chain: $0)
+      monitor.mix(
+        voiceLeft: fadeLeft, voiceRight: fadeRight, musicLeft: dryLeft, musicRight: dryLeft, into: dryRight,
+        dryRight, frames: n, chain: $0)
+      music.mix(dryLeft, dryLeft, into: fadeLeft, fadeRight, frames: n, chain: $0)
     }
+    ramp.apply(left: fadeLeft, right: fadeRight, frames: n, alsoLeft: dryRight, alsoRight: dryRight)
+    ramp.rewind()
     _ = meters.read()
     taps.warm(frames: n)
     lastFrames.store(UInt32(n), ordering: .relaxed)
@@ -173,16 +188,25 @@ public final class ProcessState: @unchecked Sendable {
         mixDry(inL, inR, left, right, n, goal: dryGoal, volume: volume)
       }
     }
-    if let music1, let music2, let m1 = jack_port_get_buffer(music1, frames),
-      let m2 = jack_port_get_buffer(music2, frames)
-    {
+    let musicLeft = music1.flatMap { jack_port_get_buffer($0, frames) }?.assumingMemoryBound(to: Float.self)
+    let musicRight = music2.flatMap { jack_port_get_buffer($0, frames) }?.assumingMemoryBound(to: Float.self)
+    let monitorLeft = monitor1.flatMap { jack_port_get_buffer($0, frames) }?.assumingMemoryBound(
+      to: Float.self)
+    let monitorRight = monitor2.flatMap { jack_port_get_buffer($0, frames) }?.assumingMemoryBound(
+      to: Float.self)
+    if let monitorLeft, let monitorRight {
       chain._withUnsafeGuaranteedRef {
-        music.mix(
-          m1.assumingMemoryBound(to: Float.self), m2.assumingMemoryBound(to: Float.self), into: left, right,
-          frames: n, chain: $0)
+        monitor.mix(
+          voiceLeft: left, voiceRight: right, musicLeft: musicLeft, musicRight: musicRight, into: monitorLeft,
+          monitorRight, frames: n, chain: $0)
       }
     }
-    ramp.apply(left: left, right: right, frames: n)
+    if let musicLeft, let musicRight {
+      chain._withUnsafeGuaranteedRef {
+        music.mix(musicLeft, musicRight, into: left, right, frames: n, chain: $0)
+      }
+    }
+    ramp.apply(left: left, right: right, frames: n, alsoLeft: monitorLeft, alsoRight: monitorRight)
     meters.record(2, left, n)
     meters.record(3, right, n)
     meters.finishCycle(n)
@@ -281,15 +305,32 @@ public final class OutputRamp: @unchecked Sendable {
 
   /// - Realtime: safe
   @inline(__always)
-  func apply(left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>, frames: Int) {
+  func apply(
+    left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>, frames: Int,
+    alsoLeft: UnsafeMutablePointer<Float>? = nil, alsoRight: UnsafeMutablePointer<Float>? = nil
+  ) {
     let goal: Float = target.load(ordering: .relaxed) == 1 ? 1 : 0
     var p = position
     if p == goal {
       if goal == 0 {
         left.update(repeating: 0, count: frames)
         right.update(repeating: 0, count: frames)
+        alsoLeft?.update(repeating: 0, count: frames)
+        alsoRight?.update(repeating: 0, count: frames)
       }
       return
+    }
+    if let alsoLeft, let alsoRight {
+      // The same gains on the second pair (the monitor outputs), from the same position.
+      var q = p
+      let step = goal > q ? upStep : -downStep
+      for f in 0..<frames {
+        q = min(max(q + step, 0), 1)
+        let g = q * q
+        let (l, r) = (alsoLeft[f], alsoRight[f])
+        alsoLeft[f] = l * g
+        alsoRight[f] = r * g
+      }
     }
     let step = goal > p ? upStep : -downStep
     for f in 0..<frames {

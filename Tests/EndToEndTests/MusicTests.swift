@@ -6,24 +6,29 @@ extension EndToEnd {
   @Suite("Music bed and ducking", .serialized)
   struct MusicTests {
     /// A server, a voice generator (into `in_1`), a music generator (into `music_1` and
-    /// `music_2`) and a capture: in_1 the music directly, in_2/in_3 LiveMic's outputs.
+    /// `music_2`) and a capture: in_1 the music directly, in_2/in_3 LiveMic's outputs; with
+    /// `monitor`, in_4 the voice directly and in_5 `monitor_1`.
     static func rig(
-      _ arguments: [String], voice: TestSignal, music: TestSignal, guardOutput: URL? = nil
+      _ arguments: [String], voice: TestSignal, music: TestSignal, monitor: Bool = false,
+      guardOutput: URL? = nil
     ) throws -> (JackServer, [TestClient], TestClient, LiveMicProcess) {
       let server = try JackServer(period: 256)
       let voiceGenerator = try TestClient(
         name: "lmvoice", server: server.name, signal: voice, captureChannels: 0)
       let musicGenerator = try TestClient(
         name: "lmmusic", server: server.name, signal: music, captureChannels: 0)
-      let capture = try TestClient(name: "lmcap", server: server.name, signal: nil, captureChannels: 3)
+      let capture = try TestClient(
+        name: "lmcap", server: server.name, signal: nil, captureChannels: monitor ? 5 : 3)
       try capture.connect(musicGenerator.portName("out"), capture.portName("in_1"))
+      if monitor { try capture.connect(voiceGenerator.portName("out"), capture.portName("in_4")) }
       let musicOut = musicGenerator.portName("out")
       let livemic = try LiveMicProcess(
         [
           "-s", server.name, "-n", "lmclient", "--connect-in", voiceGenerator.portName("out"),
           "--connect-music", "\(musicOut),\(musicOut)",
           "--connect-out", "\(capture.portName("in_2")),\(capture.portName("in_3"))",
-        ] + arguments, guardOutput: guardOutput)
+        ] + (monitor ? ["--connect-monitor", capture.portName("in_5")] : []) + arguments,
+        guardOutput: guardOutput)
       guard livemic.waitForLog("latency capture-to-playback") else {
         throw HarnessError("livemic did not start: \(livemic.log)")
       }
@@ -133,14 +138,56 @@ extension EndToEnd {
       server.stop()
     }
 
-    @Test("real-time guard: zero allocations, locks and waits with --music and ducking")
+    /// The gain of `reference` in `signal` (their correlation over a whole number of periods).
+    static func gain(of reference: [Float], in signal: [Float]) -> Double {
+      var rr = 0.0
+      var sr = 0.0
+      for i in 0..<min(reference.count, signal.count) {
+        rr += Double(reference[i]) * Double(reference[i])
+        sr += Double(signal[i]) * Double(reference[i])
+      }
+      return sr / rr
+    }
+
+    @Test("monitor mix: its voice and music levels are its own, independent of the main outputs")
+    func monitorLevelsAreIndependent() throws {
+      let (server, generators, capture, livemic) = try Self.rig(
+        [
+          "-p", "flat", "-c", "music.volume_db=-20", "-c", "monitor.voice_db=-6", "-c", "monitor.music_db=0",
+        ],
+        voice: .sine(frequencyHz: 300, amplitude: 0.25), music: .sine(frequencyHz: 1000, amplitude: 0.5),
+        monitor: true)
+      #expect(capture.prettyName(of: "lmclient:monitor_1") == "LiveMic monitor 1 (left)")
+      usleep(1_300_000)
+      let start = try capture.recordWithoutXrun(frames: 24000)
+      // 24,000 frames: 150 periods of the voice, 500 of the music (orthogonal).
+      let take = { (c: Int) in Array(capture.recording(channel: c, from: start).samples.prefix(24000)) }
+      let (music, out, voice, monitor) = (take(0), take(1), take(3), take(4))
+      let db = { (g: Double) in 20 * log10(g) }
+      let figures = (
+        mainMusic: db(Self.gain(of: music, in: out)), mainVoice: db(Self.gain(of: voice, in: out)),
+        monitorMusic: db(Self.gain(of: music, in: monitor)),
+        monitorVoice: db(Self.gain(of: voice, in: monitor))
+      )
+      print("monitor: \(figures)")
+      #expect(abs(figures.mainMusic + 20) < 0.01, "\(figures)")
+      #expect(abs(figures.mainVoice) < 0.01, "\(figures)")
+      #expect(abs(figures.monitorMusic) < 0.01, "\(figures)")
+      #expect(abs(figures.monitorVoice + 6) < 0.01, "\(figures)")
+      #expect(livemic.interrupt() == 0)
+      for g in generators { g.close() }
+      capture.close()
+      server.stop()
+    }
+
+    @Test("real-time guard: zero allocations, locks and waits with --music, ducking and --monitor")
     func musicIsRealtimeSafe() throws {
       let folder = Paths.temporaryFolder("guard-music")
       defer { try? FileManager.default.removeItem(at: folder) }
       let counters = folder.appendingPathComponent("rtguard.txt")
       let (server, generators, capture, livemic) = try Self.rig(
-        ["-p", "voice", "-c", "music.duck=1"], voice: .sine(frequencyHz: 300, amplitude: 0.3),
-        music: .sine(frequencyHz: 1000, amplitude: 0.3), guardOutput: counters)
+        ["-p", "voice", "-c", "music.duck=1", "--monitor"], voice: .sine(frequencyHz: 300, amplitude: 0.3),
+        music: .sine(frequencyHz: 1000, amplitude: 0.3), monitor: true, guardOutput: counters)
       func cycles() -> Int { Int(RealtimeGuard.counters(counters)["cycles"] ?? "0") ?? 0 }
       #expect(waitUntil(seconds: 20) { cycles() >= 2000 }, "only \(cycles()) cycles")
       #expect(livemic.interrupt() == 0)

@@ -37,3 +37,28 @@ public struct MusicBed: VoiceUnit {
   /// - Realtime: safe
   public mutating func process(_ block: StereoBlock, parameters p: ParameterValues) {}
 }
+
+/// The monitor mix's levels (`--monitor`): a stage that leaves the voice untouched and holds the
+/// parameters the engine reads to feed `monitor_1`/`monitor_2`, the performers' headphones.
+public struct MonitorMix: VoiceUnit {
+  public static let typeName = "monitor"
+  public static let summary =
+    "Monitor mix (--monitor): voice and music levels of monitor_1/monitor_2; the voice passes unchanged."
+  public static let parameters = [
+    ParameterSpec(
+      "voice_db", unit: "dB", range: -60...24, default: 0,
+      "Level of the processed voice (the main outputs' voice, after output.volume) in the monitor; -60 is silent."
+    ),
+    ParameterSpec(
+      "music_db", unit: "dB", range: -60...12, default: -10,
+      "Level of the music bed in the monitor (not ducked, independent of music.volume_db); -60 is silent."),
+  ]
+
+  public init() {}
+  public mutating func prepare(sampleRate: Double, maxFrames: Int, parameters: ParameterValues) {}
+  public mutating func reset() {}
+
+  /// The voice passes unchanged.
+  /// - Realtime: safe
+  public mutating func process(_ block: StereoBlock, parameters p: ParameterValues) {}
+}
