@@ -30,7 +30,7 @@ public enum ChainError: Error, Equatable, CustomStringConvertible {
     switch self {
     case .unknownUnit(let id, let type):
       return "stage '\(id)' has unknown unit type '\(type)' (known: "
-        + BuiltinUnits.typeNames.joined(separator: ", ") + ")"
+        + (BuiltinUnits.types + BuiltinUnits.optionalTypes).map { $0.typeName }.joined(separator: ", ") + ")"
     case .unknownParameter(let id, let name, let known):
       return "stage '\(id)' has no parameter '\(name)' (it has: \(known.joined(separator: ", ")))"
     case .duplicateId(let id):
@@ -49,10 +49,14 @@ public enum BuiltinUnits {
     Limiter.self,
     OutputVolume.self,
   ]
+  /// Units a preset may name that are not in the default chain (`music` and `monitor`, added by `--music` and `--monitor`).
+  nonisolated(unsafe) public static let optionalTypes: [any VoiceUnit.Type] = [
+    MusicBed.self, MonitorMix.self,
+  ]
   public static var typeNames: [String] { types.map { $0.typeName } }
 
   public static func type(named name: String) -> (any VoiceUnit.Type)? {
-    types.first { $0.typeName == name }
+    types.first { $0.typeName == name } ?? optionalTypes.first { $0.typeName == name }
   }
 
   /// The default chain: every built-in unit once, in order, ids equal to type names.

@@ -39,6 +39,14 @@ public final class VoiceChain: @unchecked Sendable {
   @inline(__always)
   public var outputVolume: Float { outputVolumeIndex.map { targets.value($0) } ?? 1 }
 
+  /// Index in `targets` of the first parameter of the chain's `music` stage (`MusicBed`), whose
+  /// parameters follow in `MusicBed.parameters` order, then its bypass; nil without one.
+  public let musicParameterIndex: Int?
+
+  /// Index in `targets` of the first parameter of the chain's `monitor` stage (`MonitorMix`);
+  /// nil without one.
+  public let monitorParameterIndex: Int?
+
   /// The sample rate the chain was prepared for.
   public private(set) var sampleRate: Double = 0
 
@@ -68,6 +76,8 @@ public final class VoiceChain: @unchecked Sendable {
     for p in parameters { keys[p.key] = p.index }
     indexByKey = keys
     outputVolumeIndex = keys["output.volume"]
+    monitorParameterIndex = stages.lazy.compactMap { ($0 as? UnitStage<MonitorMix>)?.firstParameter }.first
+    musicParameterIndex = stages.lazy.compactMap { ($0 as? UnitStage<MusicBed>)?.firstParameter }.first
     timing = .allocate(capacity: max(stages.count * 3, 1))
     for i in 0..<(stages.count * 3) { (timing + i).initialize(to: Atomic(0)) }
     order = .allocate(capacity: max(stages.count, 1))

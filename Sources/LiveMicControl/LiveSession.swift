@@ -17,6 +17,20 @@ public struct RunOptions: Sendable {
   public var connectIn: [String]?
   public var connectOut: [String]?
   public var noConnect = false
+  /// Registers the music bed inputs `music_1`/`music_2` and adds a `music` stage (its volume and
+  /// ducking parameters) to the chain when the preset has none.
+  public var music = false
+  /// Registers the monitor outputs `monitor_1`/`monitor_2` and adds a `monitor` stage (their
+  /// voice and music levels) to the chain when the preset has none.
+  public var monitor = false
+  /// Ports to connect `monitor_1`, `monitor_2` to (nil: none).
+  public var connectMonitor: [String]? {
+    didSet { if connectMonitor != nil { monitor = true } }
+  }
+  /// Ports to connect to `music_1`, `music_2` (nil: none).
+  public var connectMusic: [String]? {
+    didSet { if connectMusic != nil { music = true } }
+  }
   /// LV2 plugin URIs appended to the chain (before the output volume).
   public var plugins: [String] = []
   /// Reload the preset file (crossfading) whenever it changes on disk.
@@ -186,6 +200,12 @@ public final class LiveSession: @unchecked Sendable {
         }
         let at = entries.lastIndex { $0.unit?.type == OutputVolume.typeName } ?? entries.count
         entries.insert(.plugin(PluginDescription(id: id, uri: uri)), at: at)
+      }
+      if options.music && !entries.contains(where: { $0.unit?.type == MusicBed.typeName }) {
+        entries.append(.unit(StageDescription(id: MusicBed.typeName, type: MusicBed.typeName)))
+      }
+      if options.monitor && !entries.contains(where: { $0.unit?.type == MonitorMix.typeName }) {
+        entries.append(.unit(StageDescription(id: MonitorMix.typeName, type: MonitorMix.typeName)))
       }
       var withPlugins = preset
       withPlugins.chain = entries
@@ -390,7 +410,7 @@ public final class LiveSession: @unchecked Sendable {
 
   /// Registers the ports and activates `chain` on `client` (silent from the start when muted).
   func start(_ client: JackClient, chain: VoiceChain) throws(EngineError) -> ProcessState {
-    try client.registerPorts(inputCount: options.inputCount)
+    try client.registerPorts(inputCount: options.inputCount, music: options.music, monitor: options.monitor)
     return try client.start(chain: chain, muted: muted || options.startMuted, taps: taps)
   }
 
@@ -415,6 +435,12 @@ public final class LiveSession: @unchecked Sendable {
     let short = { (full: String) in String(full.split(separator: ":", maxSplits: 1).last ?? "") }
     for (i, source) in sources.enumerated() where inputRoute == nil {
       book.want(short(inputs[min(i, inputs.count - 1)]), source, output: false, client: client)
+    }
+    for (port, source) in zip(client.musicPortNames, options.connectMusic ?? []) {
+      book.want(short(port), source, output: false, client: client)
+    }
+    for (port, destination) in zip(client.monitorPortNames, options.connectMonitor ?? []) {
+      book.want(short(port), destination, output: true, client: client)
     }
     guard route == nil else { return }  // the routing policy connects the outputs
     for (i, destination) in destinations.prefix(2).enumerated() {

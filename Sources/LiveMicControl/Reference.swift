@@ -66,7 +66,7 @@ public enum Reference {
       text +=
         "Default chain order: " + BuiltinUnits.typeNames.map { "`\($0)`" }.joined(separator: " → ") + ".\n"
     }
-    for unit in BuiltinUnits.types {
+    for unit in BuiltinUnits.types + BuiltinUnits.optionalTypes {
       if markdown {
         text += "\n## `\(unit.typeName)`\n\n\(unit.summary)\n\n"
         text += "| key | range | default | unit | description |\n|---|---|---|---|---|\n"

@@ -26,6 +26,8 @@ public final class JackClient: @unchecked Sendable {
   private(set) var inputPorts: [OpaquePointer] = []
   private(set) var outputPorts: [OpaquePointer] = []
   private(set) var midiPort: OpaquePointer?
+  private(set) var musicPorts: [OpaquePointer] = []
+  private(set) var monitorPorts: [OpaquePointer] = []
   /// The audio thread's state, once started.
   public private(set) var state: ProcessState?
   private var active = false
@@ -56,8 +58,9 @@ public final class JackClient: @unchecked Sendable {
     getenv("JACK_DEFAULT_SERVER").map { String(cString: $0) } ?? "default"
   }
 
-  /// Registers `in_1`(, `in_2`), `out_1`, `out_2` with readable pretty-names.
-  public func registerPorts(inputCount: Int) throws(EngineError) {
+  /// Registers `in_1`(, `in_2`), `out_1`, `out_2` (with `music`, `music_1`, `music_2`; with
+  /// `monitor`, `monitor_1`, `monitor_2`) with readable pretty-names.
+  public func registerPorts(inputCount: Int, music: Bool = false, monitor: Bool = false) throws(EngineError) {
     for i in 1...inputCount {
       inputPorts.append(
         try register("in_\(i)", flags: JackPortIsInput, pretty: "LiveMic input \(i)"))
@@ -65,6 +68,18 @@ public final class JackClient: @unchecked Sendable {
     for (i, side) in [(1, "left"), (2, "right")] {
       outputPorts.append(
         try register("out_\(i)", flags: JackPortIsOutput, pretty: "LiveMic output \(i) (\(side))"))
+    }
+    if music {
+      for (i, side) in [(1, "left"), (2, "right")] {
+        musicPorts.append(
+          try register("music_\(i)", flags: JackPortIsInput, pretty: "LiveMic music \(i) (\(side))"))
+      }
+    }
+    if monitor {
+      for (i, side) in [(1, "left"), (2, "right")] {
+        monitorPorts.append(
+          try register("monitor_\(i)", flags: JackPortIsOutput, pretty: "LiveMic monitor \(i) (\(side))"))
+      }
     }
     midiPort = try register(
       "midi_in", flags: JackPortIsInput, pretty: "LiveMic MIDI control", type: "8 bit raw midi")
@@ -89,7 +104,7 @@ public final class JackClient: @unchecked Sendable {
   {
     let state = ProcessState(
       inputs: inputPorts, outputs: outputPorts, midiIn: midiPort, chain: chain, sampleRate: sampleRate,
-      taps: taps)
+      taps: taps, musicInputs: musicPorts, monitorOutputs: monitorPorts)
     if muted { state.ramp.fadeOut() }
     self.state = state
     events.chainLatencyFrames.store(UInt32(chain.latencyFrames), ordering: .relaxed)
@@ -142,6 +157,10 @@ public final class JackClient: @unchecked Sendable {
   /// The full names of this client's ports (`livemic:in_1`, …).
   public var inputPortNames: [String] { inputPorts.map { String(cString: jack_port_name($0)) } }
   public var outputPortNames: [String] { outputPorts.map { String(cString: jack_port_name($0)) } }
+  /// `monitor_1`, `monitor_2` with `--monitor`, else empty.
+  public var monitorPortNames: [String] { monitorPorts.map { String(cString: jack_port_name($0)) } }
+  /// `music_1`, `music_2` with `--music`, else empty.
+  public var musicPortNames: [String] { musicPorts.map { String(cString: jack_port_name($0)) } }
 
   /// Physical ports: capture ports (`JackPortIsOutput`) or playback ports (`JackPortIsInput`).
   public func physicalPorts(capture: Bool) -> [String] {

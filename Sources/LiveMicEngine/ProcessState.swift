@@ -19,6 +19,16 @@ public final class ProcessState: @unchecked Sendable {
   private let input2: OpaquePointer?
   private let output1: OpaquePointer
   private let output2: OpaquePointer
+  /// The music bed's inputs (`--music`), mixed in after the chain; nil without `--music`.
+  private let music1: OpaquePointer?
+  private let music2: OpaquePointer?
+  /// Mixes and ducks the music bed.
+  let music: MusicMixer
+  /// The monitor outputs (`--monitor`); nil without `--monitor`.
+  private let monitor1: OpaquePointer?
+  private let monitor2: OpaquePointer?
+  /// Mixes the monitor outputs.
+  let monitor: MonitorMixer
 
   /// The chain the audio thread runs, swapped atomically.
   public let slot: ChainSlot
@@ -58,8 +68,17 @@ public final class ProcessState: @unchecked Sendable {
 
   init(
     inputs: [OpaquePointer], outputs: [OpaquePointer], midiIn: OpaquePointer?, chain: VoiceChain,
-    sampleRate: Double, taps: TapTable
+    sampleRate: Double, taps: TapTable, musicInputs: [OpaquePointer] = [],
+    monitorOutputs: [OpaquePointer] = []
   ) {
+    precondition(musicInputs.isEmpty || musicInputs.count == 2)
+    precondition(monitorOutputs.isEmpty || monitorOutputs.count == 2)
+    monitor1 = monitorOutputs.first
+    monitor2 = monitorOutputs.last
+    monitor = MonitorMixer(sampleRate: sampleRate)
+    music1 = musicInputs.first
+    music2 = musicInputs.last
+    music = MusicMixer(sampleRate: sampleRate)
     self.midiIn = midiIn
     self.taps = taps
     precondition(!inputs.isEmpty && outputs.count == 2)
@@ -80,6 +99,7 @@ public final class ProcessState: @unchecked Sendable {
     let n = min(max(frames, 1), Self.maxFadeFrames)
     fadeLeft.update(repeating: 0, count: n)
     fadeRight.update(repeating: 0, count: n)
+    dryLeft.update(repeating: 0, count: n)
     Unmanaged.passUnretained(self)._withUnsafeGuaranteedRef { state in
       state.slot.current()._withUnsafeGuaranteedRef {
         $0.process(left: state.fadeLeft, right: state.fadeRight, frames: n)
@@ -89,6 +109,14 @@ public final class ProcessState: @unchecked Sendable {
     }
     meters.record(0, fadeLeft, n)
     mixDry(fadeLeft, fadeRight, fadeLeft, fadeRight, n, goal: 0, volume: 1)
+    slot.current()._withUnsafeGuaranteedRef {
+      monitor.mix(
+        voiceLeft: fadeLeft, voiceRight: fadeRight, musicLeft: dryLeft, musicRight: dryLeft, into: dryRight,
+        dryRight, frames: n, chain: $0)
+      music.mix(dryLeft, dryLeft, into: fadeLeft, fadeRight, frames: n, chain: $0)
+    }
+    ramp.apply(left: fadeLeft, right: fadeRight, frames: n, alsoLeft: dryRight, alsoRight: dryRight)
+    ramp.rewind()
     _ = meters.read()
     taps.warm(frames: n)
     lastFrames.store(UInt32(n), ordering: .relaxed)
@@ -105,8 +133,9 @@ public final class ProcessState: @unchecked Sendable {
   }
 
   /// One JACK cycle: copy input to the output buffers (a mono input feeds both channels), run
-  /// the chain in place there, apply the output ramp; hand the dry input and the final output
-  /// to the tap consumers' rings.
+  /// the chain in place there, mix in the music bed (ducked under the processed voice), apply
+  /// the output ramp (to the voice and the music); hand the dry input and the final output to
+  /// the tap consumers' rings.
   /// - Realtime: safe
   @inline(__always)
   func process(frames: jack_nframes_t) -> Int32 {
@@ -159,7 +188,25 @@ public final class ProcessState: @unchecked Sendable {
         mixDry(inL, inR, left, right, n, goal: dryGoal, volume: volume)
       }
     }
-    ramp.apply(left: left, right: right, frames: n)
+    let musicLeft = music1.flatMap { jack_port_get_buffer($0, frames) }?.assumingMemoryBound(to: Float.self)
+    let musicRight = music2.flatMap { jack_port_get_buffer($0, frames) }?.assumingMemoryBound(to: Float.self)
+    let monitorLeft = monitor1.flatMap { jack_port_get_buffer($0, frames) }?.assumingMemoryBound(
+      to: Float.self)
+    let monitorRight = monitor2.flatMap { jack_port_get_buffer($0, frames) }?.assumingMemoryBound(
+      to: Float.self)
+    if let monitorLeft, let monitorRight {
+      chain._withUnsafeGuaranteedRef {
+        monitor.mix(
+          voiceLeft: left, voiceRight: right, musicLeft: musicLeft, musicRight: musicRight, into: monitorLeft,
+          monitorRight, frames: n, chain: $0)
+      }
+    }
+    if let musicLeft, let musicRight {
+      chain._withUnsafeGuaranteedRef {
+        music.mix(musicLeft, musicRight, into: left, right, frames: n, chain: $0)
+      }
+    }
+    ramp.apply(left: left, right: right, frames: n, alsoLeft: monitorLeft, alsoRight: monitorRight)
     meters.record(2, left, n)
     meters.record(3, right, n)
     meters.finishCycle(n)
@@ -258,15 +305,32 @@ public final class OutputRamp: @unchecked Sendable {
 
   /// - Realtime: safe
   @inline(__always)
-  func apply(left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>, frames: Int) {
+  func apply(
+    left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>, frames: Int,
+    alsoLeft: UnsafeMutablePointer<Float>? = nil, alsoRight: UnsafeMutablePointer<Float>? = nil
+  ) {
     let goal: Float = target.load(ordering: .relaxed) == 1 ? 1 : 0
     var p = position
     if p == goal {
       if goal == 0 {
         left.update(repeating: 0, count: frames)
         right.update(repeating: 0, count: frames)
+        alsoLeft?.update(repeating: 0, count: frames)
+        alsoRight?.update(repeating: 0, count: frames)
       }
       return
+    }
+    if let alsoLeft, let alsoRight {
+      // The same gains on the second pair (the monitor outputs), from the same position.
+      var q = p
+      let step = goal > q ? upStep : -downStep
+      for f in 0..<frames {
+        q = min(max(q + step, 0), 1)
+        let g = q * q
+        let (l, r) = (alsoLeft[f], alsoRight[f])
+        alsoLeft[f] = l * g
+        alsoRight[f] = r * g
+      }
     }
     let step = goal > p ? upStep : -downStep
     for f in 0..<frames {

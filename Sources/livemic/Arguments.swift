@@ -232,6 +232,10 @@ func parseCommandLine(_ arguments: [String]) throws(UsageError) -> Command {
       case "--connect-in": options.connectIn = portList(try reader.value(for: o))
       case "--connect-out": options.connectOut = portList(try reader.value(for: o))
       case "--no-connect": options.noConnect = true
+      case "--music": options.music = true
+      case "--connect-music": options.connectMusic = portList(try reader.value(for: o))
+      case "--monitor": options.monitor = true
+      case "--connect-monitor": options.connectMonitor = portList(try reader.value(for: o))
       case "--plugin": options.plugins.append(try reader.value(for: o))
       case "--watch": options.watch = true
       case "--start-muted": options.startMuted = true

@@ -26,6 +26,13 @@ let mainHelp = """
         --connect-out PORT[,PORT]   playback ports to connect out_1, out_2 to
                                     (default: the first two physical playback ports)
         --no-connect         register the ports and connect nothing
+        --music              add a stereo music bed input (music_1, music_2), mixed after the
+                             voice chain at music.volume_db, ducked under the voice with
+                             -c music.duck=1 (see docs/rig.md)
+        --connect-music P1,P2  connect these ports to music_1, music_2 (implies --music)
+        --monitor            add a stereo monitor output (monitor_1, monitor_2) with its own
+                             levels: monitor.voice_db, monitor.music_db (see docs/rig.md)
+        --connect-monitor P1,P2  connect monitor_1, monitor_2 to these ports (implies --monitor)
         --plugin URI         append an LV2 plugin to the chain (repeatable); its controls
                              are parameters ID.SYMBOL (see 'livemic plugins show URI')
         --watch              reload the preset when its file changes (as SIGHUP does)

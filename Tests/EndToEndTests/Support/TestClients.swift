@@ -152,6 +152,11 @@ final class TestClient: @unchecked Sendable {
     }
   }
 
+  /// Disconnects `source` from `destination` (a missing connection is fine).
+  func disconnect(_ source: String, _ destination: String) {
+    _ = jack_disconnect(handle, source, destination)
+  }
+
   /// Full names of the ports connected to `port`.
   func connections(of port: String) -> [String] {
     guard let p = jack_port_by_name(handle, port), let list = jack_port_get_all_connections(handle, p) else {

@@ -1,0 +1,200 @@
+import Foundation
+import Testing
+
+/// The music bed (`--music`) and its ducking on a real jackd (dummy backend).
+extension EndToEnd {
+  @Suite("Music bed and ducking", .serialized)
+  struct MusicTests {
+    /// A server, a voice generator (into `in_1`), a music generator (into `music_1` and
+    /// `music_2`) and a capture: in_1 the music directly, in_2/in_3 LiveMic's outputs; with
+    /// `monitor`, in_4 the voice directly and in_5 `monitor_1`.
+    static func rig(
+      _ arguments: [String], voice: TestSignal, music: TestSignal, monitor: Bool = false,
+      guardOutput: URL? = nil
+    ) throws -> (JackServer, [TestClient], TestClient, LiveMicProcess) {
+      let server = try JackServer(period: 256)
+      let voiceGenerator = try TestClient(
+        name: "lmvoice", server: server.name, signal: voice, captureChannels: 0)
+      let musicGenerator = try TestClient(
+        name: "lmmusic", server: server.name, signal: music, captureChannels: 0)
+      let capture = try TestClient(
+        name: "lmcap", server: server.name, signal: nil, captureChannels: monitor ? 5 : 3)
+      try capture.connect(musicGenerator.portName("out"), capture.portName("in_1"))
+      if monitor { try capture.connect(voiceGenerator.portName("out"), capture.portName("in_4")) }
+      let musicOut = musicGenerator.portName("out")
+      let livemic = try LiveMicProcess(
+        [
+          "-s", server.name, "-n", "lmclient", "--connect-in", voiceGenerator.portName("out"),
+          "--connect-music", "\(musicOut),\(musicOut)",
+          "--connect-out", "\(capture.portName("in_2")),\(capture.portName("in_3"))",
+        ] + (monitor ? ["--connect-monitor", capture.portName("in_5")] : []) + arguments,
+        guardOutput: guardOutput)
+      guard livemic.waitForLog("latency capture-to-playback") else {
+        throw HarnessError("livemic did not start: \(livemic.log)")
+      }
+      return (server, [voiceGenerator, musicGenerator], capture, livemic)
+    }
+
+    @Test("the music bypasses the voice chain: out = music × its volume, bit for bit")
+    func musicBypassesChain() throws {
+      // The voice chain has -12 dB of input gain and a silent voice: the music must not see it.
+      let (server, generators, capture, livemic) = try Self.rig(
+        ["-p", "flat", "-c", "input.bypass=0", "-c", "input.gain_db=-12", "-c", "music.volume_db=-6"],
+        voice: .sine(frequencyHz: 300, amplitude: 0), music: .sine(frequencyHz: 1000, amplitude: 0.5))
+      #expect(capture.prettyName(of: "lmclient:music_1") == "LiveMic music 1 (left)")
+      #expect(capture.connections(of: "lmclient:music_2") == ["lmmusic:out"])
+      usleep(1_300_000)  // the start ramp applies to the music too
+      let start = try capture.recordWithoutXrun(frames: 24000)
+      let music = capture.recording(channel: 0, from: start).samples
+      let left = capture.recording(channel: 1, from: start).samples
+      let right = capture.recording(channel: 2, from: start).samples
+      let volume = powf(10, Float(-6) / 20)
+      var mismatches = 0
+      for i in 0..<music.count where left[i] != music[i] * volume || right[i] != music[i] * volume {
+        mismatches += 1
+      }
+      #expect(music.count >= 24000)
+      #expect(rms(music[...]) > 0.3)
+      #expect(mismatches == 0, "\(mismatches) of \(music.count) samples are not music × 10^(-6/20)")
+      #expect(livemic.interrupt() == 0)
+      for g in generators { g.close() }
+      capture.close()
+      server.stop()
+    }
+
+    /// The music's gain and the voice's presence per 10 ms window (480 frames: a whole number
+    /// of periods of both the 1 kHz music and the 300 Hz voice, so they are orthogonal).
+    static func windows(music: [Float], output: [Float]) -> [(gain: Double, voice: Double)] {
+      stride(from: 0, to: music.count - 480, by: 480).map { s in
+        var mm = 0.0
+        var om = 0.0
+        for i in s..<(s + 480) {
+          mm += Double(music[i]) * Double(music[i])
+          om += Double(output[i]) * Double(music[i])
+        }
+        let g = om / mm
+        var residual = 0.0
+        for i in s..<(s + 480) {
+          let r = Double(output[i]) - g * Double(music[i])
+          residual += r * r
+        }
+        return (g, (residual / 480).squareRoot())
+      }
+    }
+
+    @Test("ducking: the music dips by depth_db within attack_ms of the voice and recovers over release_ms")
+    func duckingDepthAndTiming() throws {
+      let (server, generators, capture, livemic) = try Self.rig(
+        [
+          "-p", "flat", "-c", "music.volume_db=-6", "-c", "music.duck=1", "-c", "music.duck_depth_db=12",
+          "-c", "music.duck_attack_ms=100", "-c", "music.duck_release_ms=400", "-c", "music.duck_hold_ms=0",
+          "-c", "music.duck_threshold_db=-40",
+        ],
+        voice: .sine(frequencyHz: 300, amplitude: 0.25), music: .sine(frequencyHz: 1000, amplitude: 0.5))
+      usleep(1_500_000)
+      let voiceOut = generators[0].portName("out")
+      var start = 0
+      for _ in 1...3 {
+        let before = capture.xruns.load(ordering: .relaxed)
+        start = capture.frameCount
+        // Voice off after 0.6 s, back on after 1.6 s.
+        DispatchQueue.global().asyncAfter(deadline: .now() + 0.6) {
+          capture.disconnect(voiceOut, "lmclient:in_1")
+        }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 1.6) {
+          try? capture.connect(voiceOut, "lmclient:in_1")
+        }
+        try capture.record(frames: 48000 * 26 / 10)
+        usleep(20_000)
+        if capture.xruns.load(ordering: .relaxed) == before { break }
+      }
+      let w = Self.windows(
+        music: capture.recording(channel: 0, from: start).samples,
+        output: capture.recording(channel: 1, from: start).samples)
+      let open = Double(powf(10, Float(-6) / 20))
+      let db = { (g: Double) in 20 * log10(g / open) }
+      // The voice's residual is about 0.18; the music's own gain ramp leaves about 0.002.
+      guard let off = w.firstIndex(where: { $0.voice < 0.01 }),
+        let on = w[off...].firstIndex(where: { $0.voice > 0.01 })
+      else {
+        Issue.record("the voice never went off and on again: \(w.map { ($0.voice, db($0.gain)) })")
+        return
+      }
+      // Depth: ducked before the voice went off, open before it came back.
+      let ducked = db(w[max(off - 5, 0)].gain)
+      let reopened = db(w[on - 3].gain)
+      #expect(abs(ducked + 12) < 0.05, "ducked by \(ducked) dB, expected -12 dB")
+      #expect(abs(reopened) < 0.01, "recovered to \(reopened) dB, expected 0 dB")
+      // Release: from the first window without voice to within 0.5 dB of open ≈ 400 · 11.5/12 ms.
+      let released = w[off...].firstIndex { db($0.gain) > -0.5 }.map { Double($0 - off) * 10 } ?? .infinity
+      // Attack: from the first window with voice to within 0.5 dB of the depth ≈ 100 · 11.5/12 ms.
+      let attacked = w[on...].firstIndex { db($0.gain) < -11.5 }.map { Double($0 - on) * 10 } ?? .infinity
+      print("ducking: depth \(ducked) dB, release \(released) ms, attack \(attacked) ms")
+      #expect(abs(released - 383) <= 30, "recovered in \(released) ms, expected about 383 ms")
+      #expect(abs(attacked - 96) <= 30, "dipped in \(attacked) ms, expected about 96 ms")
+      #expect(livemic.interrupt() == 0)
+      for g in generators { g.close() }
+      capture.close()
+      server.stop()
+    }
+
+    /// The gain of `reference` in `signal` (their correlation over a whole number of periods).
+    static func gain(of reference: [Float], in signal: [Float]) -> Double {
+      var rr = 0.0
+      var sr = 0.0
+      for i in 0..<min(reference.count, signal.count) {
+        rr += Double(reference[i]) * Double(reference[i])
+        sr += Double(signal[i]) * Double(reference[i])
+      }
+      return sr / rr
+    }
+
+    @Test("monitor mix: its voice and music levels are its own, independent of the main outputs")
+    func monitorLevelsAreIndependent() throws {
+      let (server, generators, capture, livemic) = try Self.rig(
+        [
+          "-p", "flat", "-c", "music.volume_db=-20", "-c", "monitor.voice_db=-6", "-c", "monitor.music_db=0",
+        ],
+        voice: .sine(frequencyHz: 300, amplitude: 0.25), music: .sine(frequencyHz: 1000, amplitude: 0.5),
+        monitor: true)
+      #expect(capture.prettyName(of: "lmclient:monitor_1") == "LiveMic monitor 1 (left)")
+      usleep(1_300_000)
+      let start = try capture.recordWithoutXrun(frames: 24000)
+      // 24,000 frames: 150 periods of the voice, 500 of the music (orthogonal).
+      let take = { (c: Int) in Array(capture.recording(channel: c, from: start).samples.prefix(24000)) }
+      let (music, out, voice, monitor) = (take(0), take(1), take(3), take(4))
+      let db = { (g: Double) in 20 * log10(g) }
+      let figures = (
+        mainMusic: db(Self.gain(of: music, in: out)), mainVoice: db(Self.gain(of: voice, in: out)),
+        monitorMusic: db(Self.gain(of: music, in: monitor)),
+        monitorVoice: db(Self.gain(of: voice, in: monitor))
+      )
+      print("monitor: \(figures)")
+      #expect(abs(figures.mainMusic + 20) < 0.01, "\(figures)")
+      #expect(abs(figures.mainVoice) < 0.01, "\(figures)")
+      #expect(abs(figures.monitorMusic) < 0.01, "\(figures)")
+      #expect(abs(figures.monitorVoice + 6) < 0.01, "\(figures)")
+      #expect(livemic.interrupt() == 0)
+      for g in generators { g.close() }
+      capture.close()
+      server.stop()
+    }
+
+    @Test("real-time guard: zero allocations, locks and waits with --music, ducking and --monitor")
+    func musicIsRealtimeSafe() throws {
+      let folder = Paths.temporaryFolder("guard-music")
+      defer { try? FileManager.default.removeItem(at: folder) }
+      let counters = folder.appendingPathComponent("rtguard.txt")
+      let (server, generators, capture, livemic) = try Self.rig(
+        ["-p", "voice", "-c", "music.duck=1", "--monitor"], voice: .sine(frequencyHz: 300, amplitude: 0.3),
+        music: .sine(frequencyHz: 1000, amplitude: 0.3), monitor: true, guardOutput: counters)
+      func cycles() -> Int { Int(RealtimeGuard.counters(counters)["cycles"] ?? "0") ?? 0 }
+      #expect(waitUntil(seconds: 20) { cycles() >= 2000 }, "only \(cycles()) cycles")
+      #expect(livemic.interrupt() == 0)
+      RealtimeGuard.expectNothingCounted(counters)
+      for g in generators { g.close() }
+      capture.close()
+      server.stop()
+    }
+  }
+}
