@@ -12,14 +12,14 @@ let shipped = PresetLibrary(folders: [packageRoot.appendingPathComponent("preset
 struct PresetTests {
   @Test(
     "every shipped preset loads and builds",
-    arguments: ["flat", "voice", "karaoke", "podcast", "stream", "hearing"])
+    arguments: ["flat", "voice", "karaoke", "podcast", "stream", "hearing", "announce"])
   func shippedPresetLoads(name: String) throws {
     let preset = try shipped.load(name)
     #expect(preset.name == name)
     #expect(!preset.description.isEmpty)
     let chain = try ChainAssembly.build(preset.units, sampleRate: 48000)
     // denoise declares its speexdsp frames: 10 ms at 48 kHz.
-    let denoised = ["voice", "stream", "hearing"].contains(name)
+    let denoised = ["voice", "stream", "hearing", "announce"].contains(name)
     #expect(chain.latencyFrames == (denoised ? 480 : 0))
   }
 
@@ -34,6 +34,8 @@ struct PresetTests {
     #expect(try active("stream").isSuperset(of: ["denoise", "leveler", "limiter"]))
     #expect(try active("karaoke").isSuperset(of: ["echo", "reverb", "limiter"]))
     #expect(try shipped.load("hearing").units.first { $0.type == "limiter" }?.values["ceiling_db"] == -6)
+    // announce: the music bed ducks under the voice.
+    #expect(try shipped.load("announce").units.first { $0.type == "music" }?.values["duck"] == 1)
   }
 
   @Test("every shipped preset but flat ends with the limiter on, before the output volume")
