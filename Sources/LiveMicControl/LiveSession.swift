@@ -252,6 +252,11 @@ public final class LiveSession: @unchecked Sendable {
     presetModified = Self.modificationDate(preset.path)
     var state: ProcessState
     do { state = try start(client, chain: chain) } catch { throw .engine(error) }
+    // The socket exists before LiveMic says it runs (requests wait for the supervisor's loop).
+    do { control = try ControlServer(name: client.name, wake: wake) } catch {
+      Log.error(error.description + "; running without it")
+    }
+    defer { control?.shutdown() }
     if options.startMuted {
       muted = true
       muteMode = "ramp"
@@ -287,10 +292,6 @@ public final class LiveSession: @unchecked Sendable {
       ])
     stream.emit("preset-loaded", ["name": .string(preset.name), "reason": .string("start")])
     startTapConsumers(client)
-    do { control = try ControlServer(name: client.name, wake: wake) } catch {
-      Log.error(error.description + "; running without it")
-    }
-    defer { control?.shutdown() }
     stream.listener = { [unowned self] name, line in self.fanOut(event: name, line: line) }
     if let port = options.oscPort, let control {
       do {

@@ -51,8 +51,12 @@ extension EndToEnd {
         Issue.record("\(label): not found in the capture", sourceLocation: sourceLocation)
         return
       }
-      let (mismatches, outside) = compare(samples, reference, offset: offset)
-      let allowed = capture.xruns.load(ordering: .relaxed) * 4 * 256
+      let (mismatches, outside, resyncs) = compare(samples, reference, offset: offset)
+      let xruns = capture.xruns.load(ordering: .relaxed)
+      let allowed = xruns * 4 * 256
+      #expect(
+        resyncs <= xruns, "\(label): the recording matched at \(resyncs + 1) offsets with \(xruns) xruns",
+        sourceLocation: sourceLocation)
       #expect(
         outside == 0, "\(label): \(outside) samples outside the capture", sourceLocation: sourceLocation)
       #expect(
