@@ -70,36 +70,7 @@ import Testing
   /// Speech from espeak-ng, at 48 kHz, scaled to an RMS of −20 dBFS; nil (with a recorded
   /// issue) when espeak-ng or sox is missing.
   static func speech(_ text: String) throws -> [Float]? {
-    guard
-      let espeak = ["/usr/bin/espeak-ng", "/usr/local/bin/espeak-ng"].first(where: {
-        FileManager.default.isExecutableFile(atPath: $0)
-      })
-    else {
-      Issue.record("espeak-ng is not installed (apt-get install espeak-ng, or scripts/setup --test)")
-      return nil
-    }
-    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("dsptests-speech-\(UUID())")
-    try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(at: dir) }
-    let raw = dir.appendingPathComponent("raw.wav")
-    let speaker = Process()
-    speaker.executableURL = URL(fileURLWithPath: espeak)
-    speaker.arguments = ["-s", "170", "-w", raw.path, text]
-    speaker.standardOutput = FileHandle.nullDevice
-    speaker.standardError = FileHandle.nullDevice
-    try speaker.run()
-    speaker.waitUntilExit()
-    guard speaker.terminationStatus == 0 else {
-      Issue.record("espeak-ng failed (\(speaker.terminationStatus))")
-      return nil
-    }
-    let resampled = dir.appendingPathComponent("speech.wav")
-    let result = try Sox.run([raw.path, "-e", "floating-point", "-b", "32", "-r", "48000", resampled.path])
-    guard result.status == 0 else {
-      Issue.record("sox could not resample the speech (\(result.status)): \(result.stderr)")
-      return nil
-    }
-    var x = try FloatWAV.read(resampled)
+    guard var x = try Speech.synthesize(text, wordsPerMinute: 170) else { return nil }
     let rms = sqrt(x.reduce(0) { $0 + Double($1) * Double($1) } / Double(x.count))
     let scale = Float(0.1 / rms)
     for i in x.indices { x[i] *= scale }

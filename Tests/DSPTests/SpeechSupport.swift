@@ -10,6 +10,20 @@ enum Speech {
   /// The sentence at 48 kHz, peak-normalized to 0.5; nil (with a recorded issue) when espeak-ng
   /// or sox is missing.
   static let samples: [Float]? = {
+    do {
+      guard let x = try synthesize(sentence) else { return nil }
+      let peak = TestSignals.peak(x)
+      return x.map { $0 * 0.5 / peak }
+    } catch {
+      Issue.record("speech synthesis failed: \(error)")
+      return nil
+    }
+  }()
+
+  /// `text` spoken by espeak-ng (at `wordsPerMinute`, or its default rate) and resampled by sox
+  /// to 48 kHz float, as espeak-ng made it (not normalized); nil (with a recorded issue) when
+  /// either tool is missing or fails.
+  static func synthesize(_ text: String, wordsPerMinute: Int? = nil) throws -> [Float]? {
     let espeak = ["/usr/bin/espeak-ng", "/usr/local/bin/espeak-ng"].first {
       FileManager.default.isExecutableFile(atPath: $0)
     }
@@ -19,35 +33,28 @@ enum Speech {
     }
     let dir = FileManager.default.temporaryDirectory.appendingPathComponent(
       "dsptests-speech-\(UUID().uuidString)")
-    do {
-      try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-      defer { try? FileManager.default.removeItem(at: dir) }
-      let raw = dir.appendingPathComponent("raw.wav")
-      let p = Process()
-      p.executableURL = URL(fileURLWithPath: espeak)
-      p.arguments = ["-w", raw.path, sentence]
-      p.standardOutput = FileHandle.nullDevice
-      p.standardError = FileHandle.nullDevice
-      try p.run()
-      p.waitUntilExit()
-      guard p.terminationStatus == 0 else {
-        Issue.record("espeak-ng failed (\(p.terminationStatus))")
-        return nil
-      }
-      let out = dir.appendingPathComponent("speech.wav")
-      let r = try Sox.run([raw.path, "-e", "floating-point", "-b", "32", out.path, "rate", "48000"])
-      guard r.status == 0 else {
-        Issue.record("sox failed: \(r.stderr)")
-        return nil
-      }
-      let x = try FloatWAV.read(out)
-      let peak = TestSignals.peak(x)
-      return x.map { $0 * 0.5 / peak }
-    } catch {
-      Issue.record("speech synthesis failed: \(error)")
+    try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: dir) }
+    let raw = dir.appendingPathComponent("raw.wav")
+    let speaker = Process()
+    speaker.executableURL = URL(fileURLWithPath: espeak)
+    speaker.arguments = (wordsPerMinute.map { ["-s", String($0)] } ?? []) + ["-w", raw.path, text]
+    speaker.standardOutput = FileHandle.nullDevice
+    speaker.standardError = FileHandle.nullDevice
+    try speaker.run()
+    speaker.waitUntilExit()
+    guard speaker.terminationStatus == 0 else {
+      Issue.record("espeak-ng failed (\(speaker.terminationStatus))")
       return nil
     }
-  }()
+    let resampled = dir.appendingPathComponent("speech.wav")
+    let result = try Sox.run([raw.path, "-e", "floating-point", "-b", "32", "-r", "48000", resampled.path])
+    guard result.status == 0 else {
+      Issue.record("sox could not resample the speech (\(result.status)): \(result.stderr)")
+      return nil
+    }
+    return try FloatWAV.read(resampled)
+  }
 
   /// Energy (sum of squares) in Double.
   static func energy(_ x: some Collection<Float>) -> Double { x.reduce(0) { $0 + Double($1) * Double($1) } }
