@@ -174,6 +174,29 @@ public struct StereoBiquad {
     c.store(into: &third)
   }
 
+  /// Runs `frames` frames of `left`/`right` through `first`, then `second`, leaving the signal
+  /// unchanged, and returns the sum of the squared outputs over both channels and the input's
+  /// sample peak (a weighted energy meter, such as loudness's K-weighting).
+  /// - Realtime: safe
+  @inline(__always)
+  public static func measure(
+    _ first: inout StereoBiquad, _ second: inout StereoBiquad, left: UnsafePointer<Float>,
+    right: UnsafePointer<Float>, frames: Int
+  ) -> (energy: Float, peak: Float) {
+    var (a, b) = (Section(first), Section(second))
+    var energy = SIMD2<Float>()
+    var peak = SIMD2<Float>()
+    for f in 0..<frames {
+      let x = SIMD2(left[f], right[f])
+      peak = pointwiseMax(peak, pointwiseMax(x, -x))
+      let y = b.step(a.step(x))
+      energy += y * y
+    }
+    a.store(into: &first)
+    b.store(into: &second)
+    return (energy.sum(), peak.max())
+  }
+
   /// One section's coefficients and state as (left, right) vectors, for the length of a block.
   private struct Section {
     let b0, b1, b2, a1, a2: SIMD2<Float>

@@ -49,9 +49,10 @@ public enum BuiltinUnits {
     Limiter.self,
     OutputVolume.self,
   ]
-  /// Units a preset may name that are not in the default chain (`music` and `monitor`, added by `--music` and `--monitor`).
+  /// Units a preset may name that are not in the default chain: `music` and `monitor` (added
+  /// by `--music` and `--monitor`) and `loudness` (added by `--loudness-target`).
   nonisolated(unsafe) public static let optionalTypes: [any VoiceUnit.Type] = [
-    MusicBed.self, MonitorMix.self,
+    MusicBed.self, MonitorMix.self, LoudnessTarget.self,
   ]
   public static var typeNames: [String] { types.map { $0.typeName } }
 

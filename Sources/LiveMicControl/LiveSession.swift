@@ -27,6 +27,10 @@ public struct RunOptions: Sendable {
   public var connectMonitor: [String]? {
     didSet { if connectMonitor != nil { monitor = true } }
   }
+  /// A slow loudness target for streams in LUFS (`--loudness-target`): sets
+  /// `loudness.target_lufs`, adding a `loudness` stage before the limiter (its ceiling copied
+  /// from the limiter's) when the preset has none. Nil: the preset's chain as it is.
+  public var loudnessTargetLufs: Float?
   /// Ports to connect to `music_1`, `music_2` (nil: none).
   public var connectMusic: [String]? {
     didSet { if connectMusic != nil { music = true } }
@@ -207,6 +211,7 @@ public final class LiveSession: @unchecked Sendable {
       if options.monitor && !entries.contains(where: { $0.unit?.type == MonitorMix.typeName }) {
         entries.append(.unit(StageDescription(id: MonitorMix.typeName, type: MonitorMix.typeName)))
       }
+      if let lufs = options.loudnessTargetLufs { addLoudnessTarget(lufs, to: &entries) }
       var withPlugins = preset
       withPlugins.chain = entries
       return (preset, try withPlugins.stages(applying: options.overrides))
@@ -483,4 +488,45 @@ public final class LiveSession: @unchecked Sendable {
     }
   }
 
+}
+
+extension LiveSession {
+  /// Sets the chain's `loudness` stage to `lufs`, or inserts one before the limiter (or before
+  /// the output volume) with the limiter's ceiling. The target promises a ceiling, so a chain
+  /// whose limiter is bypassed gets it back, and one without gets a limiter (-1 dBFS) after the
+  /// new stage.
+  /// Thread: any.
+  static func addLoudnessTarget(_ lufs: Float, to entries: inout [ChainEntry]) {
+    if let i = entries.firstIndex(where: { $0.unit?.type == LoudnessTarget.typeName }),
+      var stage = entries[i].unit
+    {
+      stage.values["target_lufs"] = lufs
+      entries[i] = .unit(stage)
+      return
+    }
+    let limiter = entries.firstIndex { $0.unit?.type == Limiter.typeName }
+    if let limiter, var stage = entries[limiter].unit, stage.bypassed {
+      stage.bypassed = false
+      entries[limiter] = .unit(stage)
+    }
+    var values = ["target_lufs": lufs]
+    if let limiter, let ceiling = entries[limiter].unit?.values["ceiling_db"] {
+      values["ceiling_db"] = ceiling
+    }
+    let at = limiter ?? entries.lastIndex { $0.unit?.type == OutputVolume.typeName } ?? entries.count
+    func freeId(_ base: String) -> String {
+      var (id, n) = (base, 2)
+      while entries.contains(where: { $0.id == id }) {
+        id = base + "\(n)"
+        n += 1
+      }
+      return id
+    }
+    if limiter == nil {
+      entries.insert(.unit(StageDescription(id: freeId(Limiter.typeName), type: Limiter.typeName)), at: at)
+    }
+    let stage = StageDescription(
+      id: freeId(LoudnessTarget.typeName), type: LoudnessTarget.typeName, values: values)
+    entries.insert(.unit(stage), at: at)
+  }
 }

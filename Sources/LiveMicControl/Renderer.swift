@@ -15,6 +15,8 @@ public struct RenderOptions: Sendable {
   public var blockFrames = 256
   /// LV2 plugin URIs appended to the chain.
   public var plugins: [String] = []
+  /// A slow loudness target in LUFS (`--loudness-target`; see `RunOptions`).
+  public var loudnessTargetLufs: Float?
   /// Whether to print a progress line on standard error.
   public var showProgress = isatty(2) != 0
 
@@ -50,6 +52,7 @@ public enum Renderer {
     run.preset = options.preset
     run.overrides = options.overrides
     run.plugins = options.plugins
+    run.loudnessTargetLufs = options.loudnessTargetLufs
     let stages: [ChainEntry]
     do { stages = try LiveSession.stages(for: run).1 } catch { throw .session(error) }
 

@@ -75,6 +75,15 @@ struct ArgumentReader {
     return n
   }
 
+  /// A loudness target in LUFS, -40 to -6.
+  mutating func loudness(for option: String) throws(UsageError) -> Float {
+    let text = try value(for: option)
+    guard let v = Float(text), (-40 ... -6).contains(v) else {
+      throw UsageError(message: "\(option) takes a loudness in LUFS from -40 to -6, not '\(text)'")
+    }
+    return v
+  }
+
   mutating func override(for option: String) throws(UsageError) -> ParameterOverride {
     let text = try value(for: option)
     do { return try ParameterOverride(parsing: text) } catch {
@@ -210,6 +219,7 @@ func parseCommandLine(_ arguments: [String]) throws(UsageError) -> Command {
       case "-c", "--set": options.overrides.append(try reader.override(for: o))
       case "--frames": options.blockFrames = try reader.int(for: o, in: 1...65536)
       case "--plugin": options.plugins.append(try reader.value(for: o))
+      case "--loudness-target": options.loudnessTargetLufs = try reader.loudness(for: o)
       case "-h", "--help": return .help("render")
       default: throw UsageError(message: "unknown option '\(o)' for 'livemic render'")
       }
@@ -235,6 +245,7 @@ func parseCommandLine(_ arguments: [String]) throws(UsageError) -> Command {
       case "--music": options.music = true
       case "--connect-music": options.connectMusic = portList(try reader.value(for: o))
       case "--monitor": options.monitor = true
+      case "--loudness-target": options.loudnessTargetLufs = try reader.loudness(for: o)
       case "--connect-monitor": options.connectMonitor = portList(try reader.value(for: o))
       case "--plugin": options.plugins.append(try reader.value(for: o))
       case "--watch": options.watch = true

@@ -31,8 +31,12 @@ let mainHelp = """
                              -c music.duck=1 (see docs/rig.md)
         --connect-music P1,P2  connect these ports to music_1, music_2 (implies --music)
         --monitor            add a stereo monitor output (monitor_1, monitor_2) with its own
-                             levels: monitor.voice_db, monitor.music_db (see docs/rig.md)
+                             levels and reverb: monitor.voice_db, monitor.music_db,
+                             monitor.reverb_db (see docs/rig.md)
         --connect-monitor P1,P2  connect monitor_1, monitor_2 to these ports (implies --monitor)
+        --loudness-target LUFS   slowly bring the output's short-term loudness to LUFS
+                             (-40 to -6, e.g. -16 for streams) before the limiter, never past
+                             its ceiling; holds in pauses (a 'loudness' stage; docs/rig.md)
         --plugin URI         append an LV2 plugin to the chain (repeatable); its controls
                              are parameters ID.SYMBOL (see 'livemic plugins show URI')
         --watch              reload the preset when its file changes (as SIGHUP does)
@@ -69,13 +73,15 @@ let mainHelp = """
     livemic -s studio -n vox -i 2 --connect-in system:capture_1,system:capture_2
     livemic --no-connect                      then patch it in qjackctl
     livemic render -p podcast take1.wav take1-processed.flac
+    livemic -p stream --loudness-target -16 --monitor   stream at -16 LUFS, with a monitor
     livemic --plugin http://lv2plug.in/plugins/eg-amp -c eg-amp.gain=-6
     livemic --record ~/takes --record-format flac      save the whole run
     livemic --stream-out - | ffmpeg -f f32le -ar 48000 -ac 2 -i - live.m4a
   """
 
 let renderHelp = """
-  USAGE: livemic render [-p PRESET] [-c KEY=VALUE]... [--plugin URI]... [--frames N] IN OUT
+  USAGE: livemic render [-p PRESET] [-c KEY=VALUE]... [--plugin URI]... [--frames N]
+                        [--loudness-target LUFS] IN OUT
 
   Runs the live chain's very code over IN (any format libsndfile reads: WAV, FLAC, OGG, AIFF…)
   at IN's sample rate, in blocks of N frames (default 256), and writes OUT in the format its
@@ -85,6 +91,7 @@ let renderHelp = """
   EXAMPLES
     livemic render -p voice -c eq.treble_db=3 in.wav out.wav
     livemic render -p podcast take1.wav take1-processed.flac
+    livemic render -p podcast --loudness-target -16 take1.wav take1-16lufs.wav
     livemic render -p ~/my-preset.json --frames 64 in.flac out.ogg
     livemic render --plugin http://lv2plug.in/plugins/eg-amp -c eg-amp.gain=-6 in.wav out.wav
   """

@@ -180,13 +180,58 @@ extension EndToEnd {
       server.stop()
     }
 
+    @Test("monitor reverb: a tail in the monitor between the voice's bursts, none in the main outputs")
+    func monitorReverbIsMonitorOnly() throws {
+      for reverbDb in [-60, -3] {
+        let (server, generators, capture, livemic) = try Self.rig(
+          [
+            "-p", "flat", "-c", "music.volume_db=-60", "-c", "monitor.music_db=-60",
+            "-c", "monitor.reverb_db=\(reverbDb)", "-c", "monitor.reverb_room=0.7",
+          ],
+          voice: .burst(frequencyHz: 440, amplitude: 0.25, onFrames: 4800, offFrames: 9600),
+          music: .sine(frequencyHz: 1000, amplitude: 0.5), monitor: true)
+        usleep(1_300_000)
+        let start = try capture.recordWithoutXrun(frames: 48000)
+        let take = { (c: Int) in Array(capture.recording(channel: c, from: start).samples.prefix(48000)) }
+        let (out, voice, monitor) = (take(1), take(3), take(4))
+        // The frames where the voice is silent (and was for 1,000 frames before).
+        var quiet: [Int] = []
+        var silentRun = 0
+        for i in voice.indices {
+          silentRun = voice[i] == 0 ? silentRun + 1 : 0
+          if silentRun > 1000 { quiet.append(i) }
+        }
+        let rms = { (x: [Float], at: [Int]) in
+          (at.reduce(0.0) { $0 + Double(x[$1]) * Double(x[$1]) } / Double(max(at.count, 1))).squareRoot()
+        }
+        print(
+          "monitor reverb \(reverbDb) dB: quiet frames \(quiet.count), main \(rms(out, quiet)), monitor \(rms(monitor, quiet))"
+        )
+        #expect(quiet.count > 10000)
+        #expect(rms(out, quiet) == 0, "the main outputs carry no reverb")
+        #expect(abs(20 * log10(Self.gain(of: voice, in: out))) < 0.01, "the main voice is untouched")
+        if reverbDb == -60 {
+          #expect(rms(monitor, quiet) == 0, "no send, no tail")
+          #expect(abs(20 * log10(Self.gain(of: voice, in: monitor))) < 0.01)
+        } else {
+          // The tail of a 0.1 s burst at -12 dBFS in a 0.7 room, 20 to 200 ms after it.
+          #expect(rms(monitor, quiet) > 0.002, "the monitor has the reverb's tail")
+        }
+        #expect(livemic.interrupt() == 0)
+        for g in generators { g.close() }
+        capture.close()
+        server.stop()
+      }
+    }
+
     @Test("real-time guard: zero allocations, locks and waits with --music, ducking and --monitor")
     func musicIsRealtimeSafe() throws {
       let folder = Paths.temporaryFolder("guard-music")
       defer { try? FileManager.default.removeItem(at: folder) }
       let counters = folder.appendingPathComponent("rtguard.txt")
       let (server, generators, capture, livemic) = try Self.rig(
-        ["-p", "voice", "-c", "music.duck=1", "--monitor"], voice: .sine(frequencyHz: 300, amplitude: 0.3),
+        ["-p", "voice", "-c", "music.duck=1", "--monitor", "-c", "monitor.reverb_db=-6"],
+        voice: .sine(frequencyHz: 300, amplitude: 0.3),
         music: .sine(frequencyHz: 1000, amplitude: 0.3), monitor: true, guardOutput: counters)
       func cycles() -> Int { Int(RealtimeGuard.counters(counters)["cycles"] ?? "0") ?? 0 }
       #expect(waitUntil(seconds: 20) { cycles() >= 2000 }, "only \(cycles()) cycles")

@@ -39,11 +39,12 @@ public struct MusicBed: VoiceUnit {
 }
 
 /// The monitor mix's levels (`--monitor`): a stage that leaves the voice untouched and holds the
-/// parameters the engine reads to feed `monitor_1`/`monitor_2`, the performers' headphones.
+/// parameters the engine reads to feed `monitor_1`/`monitor_2`, the performers' headphones:
+/// voice and music levels and a reverb send heard only there.
 public struct MonitorMix: VoiceUnit {
   public static let typeName = "monitor"
   public static let summary =
-    "Monitor mix (--monitor): voice and music levels of monitor_1/monitor_2; the voice passes unchanged."
+    "Monitor mix (--monitor): voice, music and reverb levels of monitor_1/monitor_2; the voice passes unchanged."
   public static let parameters = [
     ParameterSpec(
       "voice_db", unit: "dB", range: -60...24, default: 0,
@@ -52,6 +53,15 @@ public struct MonitorMix: VoiceUnit {
     ParameterSpec(
       "music_db", unit: "dB", range: -60...12, default: -10,
       "Level of the music bed in the monitor (not ducked, independent of music.volume_db); -60 is silent."),
+    ParameterSpec(
+      "reverb_db", unit: "dB", range: -60...6, default: -60,
+      "Level of the monitor-only reverb, relative to the monitor's voice (a post-fader send); -60 is off. The main outputs get none of it."
+    ),
+    ParameterSpec(
+      "reverb_room", unit: "", range: 0...1, default: 0.6, "Room size (decay time) of the monitor reverb."),
+    ParameterSpec(
+      "reverb_damping", unit: "", range: 0...1, default: 0.5,
+      "High-frequency damping of the monitor reverb's tail."),
   ]
 
   public init() {}

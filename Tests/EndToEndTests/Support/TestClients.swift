@@ -9,6 +9,8 @@ enum TestSignal {
   case frameCode
   /// A sine.
   case sine(frequencyHz: Double, amplitude: Float)
+  /// A sine for `onFrames`, then silence for `offFrames`, over and over (from frame time 0).
+  case burst(frequencyHz: Double, amplitude: Float, onFrames: UInt32, offFrames: UInt32)
 
   func value(atFrame t: UInt32, sampleRate: Double) -> Float {
     switch self {
@@ -21,6 +23,9 @@ enum TestSignal {
     case .sine(let f, let a):
       let phase = (Double(t).truncatingRemainder(dividingBy: sampleRate / f * 1000)) * f / sampleRate
       return a * Float(sin(2 * Double.pi * phase))
+    case .burst(let f, let a, let on, let off):
+      guard t % (on + off) < on else { return 0 }
+      return TestSignal.sine(frequencyHz: f, amplitude: a).value(atFrame: t, sampleRate: sampleRate)
     }
   }
 }
