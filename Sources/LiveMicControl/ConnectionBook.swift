@@ -18,8 +18,11 @@ final class ConnectionBook {
 
   var pendingCount: Int { pending.count }
 
-  /// Reads the current connections of the client's ports.
-  func record(_ client: JackClient) {
+  /// Reads the current connections of the client's ports. `vanished` names the ports
+  /// unregistered since the last reading: a connection to one of them that is gone was dropped
+  /// with the port (its client restarted it, a NetJACK2 link came back) even when the port is
+  /// back already, so it is wanted still and made again at once.
+  func record(_ client: JackClient, vanished: Set<String> = []) {
     var now: Set<Connection> = []
     for (full, output) in client.inputPortNames.map({ ($0, false) })
       + client.outputPortNames.map({ ($0, true) })
@@ -31,11 +34,12 @@ final class ConnectionBook {
     }
     // A connection whose other port vanished (its client quit, the server is stopping) stays
     // wanted and is made again when the port reappears; one a user undid is forgotten.
-    for c in known where !now.contains(c) && !client.portExists(c.theirs) {
+    for c in known where !now.contains(c) && (!client.portExists(c.theirs) || vanished.contains(c.theirs)) {
       pending.insert(c)
     }
     pending.subtract(now)
     known = now.union(pending)
+    if !vanished.isEmpty { connectPending(client) }
   }
 
   /// Connects one of LiveMic's ports (short name) as asked on the command line or by default;

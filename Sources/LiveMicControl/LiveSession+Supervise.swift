@@ -145,7 +145,7 @@ extension LiveSession {
             stream.emit("muted", ["reason": .string(change.reason)])
           }
         }
-        book.record(client)
+        book.record(client, vanished: events.takeVanishedPorts())
       }
       if unmuteRequested.exchange(false, ordering: .acquiringAndReleasing) {
         _ = unmute(client, state)

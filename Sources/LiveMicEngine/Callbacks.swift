@@ -57,6 +57,20 @@ func livemicGraphChanged(context: UnsafeMutableRawPointer?) {
   events.wake.signal()
 }
 
+/// A port registered or unregistered: an unregistered port's name is noted for the supervisor
+/// (its connections went with it), then the graph is re-read. Runs on libjack's notification
+/// thread, never on the process thread.
+func livemicPortRegistration(id: jack_port_id_t, registered: Int32, context: UnsafeMutableRawPointer?) {
+  guard let context else { return }
+  let events = Unmanaged<EngineEvents>.fromOpaque(context).takeUnretainedValue()
+  if registered == 0, let handle = events.clientHandle, let port = jack_port_by_id(handle, id),
+    let name = jack_port_name(port)
+  {
+    events.portVanished(String(cString: name))
+  }
+  livemicGraphChanged(context: context)
+}
+
 /// Freewheel mode on or off: recorded for the supervisor (the chain runs the same either way).
 func livemicFreewheel(starting: Int32, context: UnsafeMutableRawPointer?) {
   guard let context else { return }

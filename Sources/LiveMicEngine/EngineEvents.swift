@@ -30,6 +30,25 @@ public final class EngineEvents: @unchecked Sendable {
   /// Set when ports appear or disappear or connections change; the supervisor clears it.
   public let graphChanged = Atomic<Bool>(false)
 
+  /// Full names of other clients' ports unregistered since the supervisor last asked
+  /// (`takeVanishedPorts`): a port that vanished and came back between two readings of the
+  /// graph lost its connections to the server, not to a user.
+  private let vanished = Mutex<Set<String>>([])
+
+  /// Notes an unregistered port. Thread: libjack's notification thread (not the process
+  /// callback).
+  func portVanished(_ name: String) {
+    vanished.withLock { _ = $0.insert(name) }
+  }
+
+  /// The ports unregistered since the last call, and forgets them. Thread: the supervisor.
+  public func takeVanishedPorts() -> Set<String> {
+    vanished.withLock { ports in
+      defer { ports = [] }
+      return ports
+    }
+  }
+
   public init(wake: DispatchSemaphore = DispatchSemaphore(value: 0)) {
     self.wake = wake
   }

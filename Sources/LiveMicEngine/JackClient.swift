@@ -121,7 +121,7 @@ public final class JackClient: @unchecked Sendable {
       handle, { livemicSampleRate(rate: $0, context: $1) }, eventsContext)
     jack_set_freewheel_callback(handle, { livemicFreewheel(starting: $0, context: $1) }, eventsContext)
     jack_set_port_registration_callback(
-      handle, { _, _, context in livemicGraphChanged(context: context) }, eventsContext)
+      handle, { livemicPortRegistration(id: $0, registered: $1, context: $2) }, eventsContext)
     jack_set_port_connect_callback(
       handle, { _, _, _, context in livemicGraphChanged(context: context) }, eventsContext)
     jack_set_latency_callback(

@@ -1,3 +1,4 @@
+import CJack
 import Foundation
 import Testing
 
@@ -45,6 +46,45 @@ extension EndToEnd {
       #expect(
         livemic.log.contains("'nobody:here' does not exist yet: LiveMic connects to it when it appears"))
       #expect(livemic.process.isRunning)
+      #expect(livemic.interrupt() == 0)
+      server.stop()
+    }
+
+    /// A client that drops a port and registers it again at once (a restarted plugin host, a
+    /// NetJACK2 link coming back): LiveMic's connection is in place afterwards, and a user's
+    /// disconnect still stays undone. (Here jackd2 shows the connection on the new port at
+    /// once; the case where it is really lost, a driver's ports, is
+    /// `NetJackTests.quickLinkReturn`.)
+    @Test("a port that vanishes and comes back at once is connected again; a user's disconnect is kept")
+    func portRecreatedIsReconnected() throws {
+      let server = try JackServer()
+      var status = jack_status_t(rawValue: 0)
+      let flaky = try #require(livemic_client_open("lmflaky", JackNoStartServer, server.name, &status))
+      defer { jack_client_close(flaky) }
+      let register = {
+        jack_port_register(flaky, "out", JACK_DEFAULT_AUDIO_TYPE, UInt(JackPortIsOutput.rawValue), 0)
+      }
+      var port = try #require(register())
+      #expect(jack_activate(flaky) == 0)
+      let livemic = try LiveMicProcess(
+        ["-s", server.name, "-n", "lmrecreate", "-p", "flat", "--connect-in", "lmflaky:out"])
+      #expect(livemic.waitForLog("latency capture-to-playback"), "\(livemic.log)")
+      let connected = { () -> Bool in
+        guard let p = jack_port_by_name(flaky, "lmflaky:out") else { return false }
+        return jack_port_connected_to(p, "lmrecreate:in_1") != 0
+      }
+      #expect(waitUntil(seconds: 5, connected))
+      for round in 0..<3 {
+        // Gone and back within a few milliseconds: before LiveMic's next look at the graph.
+        jack_port_unregister(flaky, port)
+        usleep(20_000)
+        port = try #require(register())
+        #expect(waitUntil(seconds: 5, connected), "round \(round): \(livemic.log)")
+      }
+      // A user's disconnect is still a user's: it stays undone.
+      jack_disconnect(flaky, "lmflaky:out", "lmrecreate:in_1")
+      usleep(1_000_000)
+      #expect(!connected(), "\(livemic.log)")
       #expect(livemic.interrupt() == 0)
       server.stop()
     }

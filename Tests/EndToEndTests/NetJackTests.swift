@@ -157,5 +157,33 @@ extension EndToEnd {
           + "\(Date().timeIntervalSince(dropped)) s after the master was killed")
       #expect(livemic.interrupt() == 0)
     }
+
+    /// The master is back before the slave has noticed it was gone: the slave drops its system
+    /// ports and registers them again in one go, between two of LiveMic's looks at the graph.
+    @Test("the link drops and comes back at once: LiveMic's connections come back with the ports")
+    func quickLinkReturn() throws {
+      let rig = try NetJackRig()
+      defer { rig.stop() }
+      var (generator, capture) = try Self.masterClients(rig)
+      let livemic = try Self.startLiveMic(rig)
+      usleep(1_300_000)
+      _ = try Self.expectSignalReturns(capture, rig, "before the drop")
+      generator.close()
+      capture.close()
+      try rig.dropLink(waitForSlave: false)
+      try rig.restoreLink()
+      (generator, capture) = try Self.masterClients(rig)
+      defer {
+        generator.close()
+        capture.close()
+      }
+      #expect(
+        NetJackRig.poll(seconds: 10) {
+          rig.connections(of: "lmnetclient:in_1", on: rig.slaveName) == ["system:capture_1"]
+            && rig.connections(of: "lmnetclient:out_2", on: rig.slaveName) == ["system:playback_2"]
+        }, "\(livemic.log)\n\(rig.logs)")
+      _ = try Self.expectSignalReturns(capture, rig, "after the link came back")
+      #expect(livemic.interrupt() == 0)
+    }
   }
 }
