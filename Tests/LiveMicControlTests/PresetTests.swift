@@ -19,7 +19,7 @@ struct PresetTests {
     #expect(!preset.description.isEmpty)
     let chain = try ChainAssembly.build(preset.units, sampleRate: 48000)
     // denoise declares its speexdsp frames: 10 ms at 48 kHz.
-    let denoised = ["voice", "stream", "hearing", "announce"].contains(name)
+    let denoised = ["voice", "stream", "hearing", "announce", "podcast"].contains(name)
     #expect(chain.latencyFrames == (denoised ? 480 : 0))
   }
 
