@@ -10,8 +10,9 @@ import Testing
 struct LoudnessTargetRenderTests {
   /// 48 s of espeak-ng speech at 48 kHz, peak-normalized to `peakDecibels`, in a WAV file.
   static func speech(peakDecibels: Double) throws -> String {
-    let raw = LoudnessTests.temporary("target-speech-raw.wav")
-    let path = LoudnessTests.temporary("target-speech.wav")
+    let unique = UUID().uuidString.prefix(6)
+    let raw = LoudnessTests.temporary("target-speech-raw-\(unique).wav")
+    let path = LoudnessTests.temporary("target-speech-\(unique).wav")
     defer { try? FileManager.default.removeItem(atPath: raw) }
     let espeak = Process()
     espeak.executableURL = URL(fileURLWithPath: "/usr/bin/env")
@@ -39,19 +40,32 @@ struct LoudnessTargetRenderTests {
     return path
   }
 
+  /// Renders `input` through `preset` with `livemic render` — the release binary the setup
+  /// builds (`$LIVEMIC_BINARY`, else .build/release/livemic: ten times faster than this debug
+  /// test build), or `Renderer` in process when there is none — and returns the output.
   static func render(_ input: String, preset: String, target: Float?, _ overrides: [String] = []) throws
     -> [Float]
   {
-    let output = LoudnessTests.temporary("target-\(preset).wav")
+    let output = LoudnessTests.temporary("target-\(preset)-\(UUID().uuidString.prefix(6)).wav")
     defer { try? FileManager.default.removeItem(atPath: output) }
-    var options = RenderOptions()
-    options.preset = preset
-    options.inputPath = input
-    options.outputPath = output
-    options.loudnessTargetLufs = target
-    options.overrides = try overrides.map { try ParameterOverride(parsing: $0) }
-    options.showProgress = false
-    try Renderer.render(options)
+    let release = packageRoot.appendingPathComponent(".build/release/livemic").path
+    let environment = ProcessInfo.processInfo.environment["LIVEMIC_BINARY"].flatMap { $0.isEmpty ? nil : $0 }
+    if let binary = environment ?? (FileManager.default.isExecutableFile(atPath: release) ? release : nil) {
+      let arguments =
+        ["render", "-p", preset] + overrides.flatMap { ["-c", $0] }
+        + (target.map { ["--loudness-target", "\($0)"] } ?? []) + [input, output]
+      let result = try NativeTests.run(binary, arguments)
+      try #require(result.status == 0, "livemic render failed: \(result.err)")
+    } else {
+      var options = RenderOptions()
+      options.preset = preset
+      options.inputPath = input
+      options.outputPath = output
+      options.loudnessTargetLufs = target
+      options.overrides = try overrides.map { try ParameterOverride(parsing: $0) }
+      options.showProgress = false
+      try Renderer.render(options)
+    }
     return try LoudnessTests.readStereo(output).samples
   }
 
