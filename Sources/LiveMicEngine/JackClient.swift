@@ -28,6 +28,10 @@ public final class JackClient: @unchecked Sendable {
   private(set) var midiPort: OpaquePointer?
   private(set) var musicPorts: [OpaquePointer] = []
   private(set) var monitorPorts: [OpaquePointer] = []
+  /// Pretty-names libjack refused at registration, set again once the client is active.
+  /// PipeWire's libjack refuses metadata for a port whose registration it has not seen come
+  /// back from the daemon yet (a race jackd does not have).
+  private var pendingPrettyNames: [(port: OpaquePointer, name: String)] = []
   /// The audio thread's state, once started.
   public private(set) var state: ProcessState?
   private var active = false
@@ -92,9 +96,13 @@ public final class JackClient: @unchecked Sendable {
       let port = jack_port_register(
         handle, short, type, UInt(flags.rawValue), 0)
     else { throw .portRegistration("\(name):\(short)") }
-    _ = jack_set_property(
-      handle, jack_port_uuid(port), livemic_pretty_name_key(), pretty, "text/plain")
+    if !setPrettyName(port, pretty) { pendingPrettyNames.append((port, pretty)) }
     return port
+  }
+
+  /// Sets a port's pretty-name metadata; false when libjack refused it.
+  private func setPrettyName(_ port: OpaquePointer, _ pretty: String) -> Bool {
+    jack_set_property(handle, jack_port_uuid(port), livemic_pretty_name_key(), pretty, "text/plain") == 0
   }
 
   /// Installs the callbacks with `chain` (prepared and warmed at `sampleRate`) and activates.
@@ -114,6 +122,9 @@ public final class JackClient: @unchecked Sendable {
     jack_set_process_callback(handle, { livemicProcess(frames: $0, context: $1) }, stateContext)
     jack_on_info_shutdown(
       handle, { livemicShutdown(code: $0, reason: $1, context: $2) }, eventsContext)
+    // jackd calls only the callback above when both are set; PipeWire's libjack (0.3.65) calls
+    // only this one when its daemon goes away.
+    jack_on_shutdown(handle, { livemicShutdown(code: JackFailure, reason: nil, context: $0) }, eventsContext)
     jack_set_xrun_callback(handle, { livemicXrun(context: $0) }, eventsContext)
     jack_set_buffer_size_callback(
       handle, { livemicBufferSize(frames: $0, context: $1) }, eventsContext)
@@ -133,6 +144,8 @@ public final class JackClient: @unchecked Sendable {
     state.warm(frames: bufferFrames)
     guard jack_activate(handle) == 0 else { throw .activation }
     active = true
+    // Activation waited for the daemon, so the ports are known to libjack by now.
+    pendingPrettyNames = pendingPrettyNames.filter { !setPrettyName($0.port, $0.name) }
     return state
   }
 

@@ -15,8 +15,9 @@ extension EndToEnd {
         #expect(probe.portExists(port), "\(port) missing")
         #expect(probe.connections(of: port).isEmpty, "\(port) is connected")
       }
-      #expect(probe.prettyName(of: "lmnc:in_2") == "LiveMic input 2")
-      #expect(probe.prettyName(of: "lmnc:out_1") == "LiveMic output 1 (left)")
+      // PipeWire delivers port metadata to other clients asynchronously: allow it a moment.
+      #expect(waitUntil(seconds: 5) { probe.prettyName(of: "lmnc:in_2") == "LiveMic input 2" })
+      #expect(waitUntil(seconds: 5) { probe.prettyName(of: "lmnc:out_1") == "LiveMic output 1 (left)" })
       #expect(livemic.interrupt() == 0)
       probe.close()
       server.stop()

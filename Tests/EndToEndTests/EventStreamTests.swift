@@ -14,7 +14,11 @@ extension EndToEnd {
       }
     }
 
-    @Test("a client that sleeps in its callback causes xruns; the stream reports them with counts")
+    @Test(
+      "a client that sleeps in its callback causes xruns; the stream reports them with counts",
+      .notOnPipeWire(
+        "PipeWire 0.3.65's dummy driver does not report a late client to JACK clients as an xrun"
+          + " (no xrun callback), so there is nothing to count"))
     func xrunsAreReported() throws {
       let folder = Paths.temporaryFolder("events")
       defer { try? FileManager.default.removeItem(at: folder) }

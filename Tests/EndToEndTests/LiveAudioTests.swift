@@ -114,9 +114,14 @@ extension EndToEnd {
       // voice's denoise declares its speexdsp frames (480 at 48 kHz); podcast adds nothing.
       let (server, generator, capture, livemic) = try Self.rig(["-p", "voice"], signal: .frameCode)
       #expect(livemic.log.contains("+ 480 (chain) +"), "\(livemic.log)")
-      let input = capture.latency(of: "lmclient:in_1", capture: true)
-      let output = capture.latency(of: "lmclient:out_1", capture: true)
-      #expect(input.min + 480 == output.min && input.max + 480 == output.max, "in \(input) out \(output)")
+      // PipeWire hands latency updates to other clients asynchronously: allow it a moment.
+      var (input, output) = ((min: UInt32(0), max: UInt32(0)), (min: UInt32(0), max: UInt32(0)))
+      let reported = waitUntil(seconds: 5) {
+        input = capture.latency(of: "lmclient:in_1", capture: true)
+        output = capture.latency(of: "lmclient:out_1", capture: true)
+        return input.min + 480 == output.min && input.max + 480 == output.max
+      }
+      #expect(reported, "in \(input) out \(output)")
       #expect(livemic.interrupt() == 0)
       generator.close()
       capture.close()

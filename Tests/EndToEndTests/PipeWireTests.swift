@@ -19,6 +19,7 @@ extension EndToEnd {
       chmod(runtime.path, 0o700)
       var env = Paths.childEnvironment()
       env["XDG_RUNTIME_DIR"] = runtime.path
+      env["PIPEWIRE_RUNTIME_DIR"] = runtime.path  // it takes precedence over XDG_RUNTIME_DIR
       env["JACK_NO_START_SERVER"] = "1"
       let daemon = Process()
       daemon.executableURL = URL(fileURLWithPath: "/usr/bin/pipewire")

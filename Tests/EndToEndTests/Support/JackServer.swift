@@ -1,49 +1,68 @@
 import CJack
 import Foundation
 
-/// A private jackd (dummy backend, no real-time scheduling) for one test, stopped by PID.
-/// Its name never equals a client's name (jackd 1.9.21 deletes its own socket then).
+/// A private JACK server for one test, stopped by PID: jackd (dummy backend, no real-time
+/// scheduling), or with `LIVEMIC_TEST_SERVER=pipewire` a private `pipewire` daemon whose socket
+/// is the server name (`PipeWireDaemon`). Its name never equals a client's name (jackd 1.9.21
+/// deletes its own socket then).
 final class JackServer {
   private static let counter = Counter()
   let name: String
   let sampleRate: Int
   private var process = Process()
+  /// On PipeWire, the stand-in for jackd's physical `system` ports.
+  private var systemPorts: SystemPorts?
   private let log: URL
+  /// The PipeWire daemon's configuration folder (`PIPEWIRE_CONFIG_DIR`).
+  private var configFolder: URL { log.deletingPathExtension().appendingPathExtension("conf.d") }
 
   init(period: Int = 64, sampleRate: Int = 48000) throws {
     name = "lmtestsrv\(getpid())x\(Self.counter.next())"
     self.sampleRate = sampleRate
     log = FileManager.default.temporaryDirectory.appendingPathComponent("\(name).log")
-    guard FileManager.default.isExecutableFile(atPath: "/usr/bin/jackd") else {
+    guard TestBackend.isPipeWire || FileManager.default.isExecutableFile(atPath: "/usr/bin/jackd") else {
       throw HarnessError("/usr/bin/jackd is missing: install jackd2 (scripts/test does)")
     }
     try launch(period: period, sampleRate: sampleRate)
   }
 
-  /// Kills jackd with SIGKILL (as a crash would) and starts a new one under the same name,
+  /// What runs the server: jackd, or the `pipewire` daemon.
+  private var label: String { TestBackend.isPipeWire ? "pipewire" : "jackd" }
+
+  /// Kills the server with SIGKILL (as a crash would) and starts a new one under the same name,
   /// possibly with another period or rate.
   func killAndRestart(period: Int = 64, sampleRate: Int? = nil) throws {
     if process.isRunning {
       kill(process.processIdentifier, SIGKILL)
       process.waitUntilExit()
     }
+    systemPorts?.close()
+    systemPorts = nil
     try launch(period: period, sampleRate: sampleRate ?? self.sampleRate)
   }
 
   private func launch(period: Int, sampleRate: Int) throws {
     _ = FileManager.default.createFile(atPath: log.path, contents: nil)
     process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/jackd")
-    process.arguments = [
-      "-n", name, "--no-realtime", "-d", "dummy", "-r", "\(sampleRate)", "-p", "\(period)",
-    ]
+    if TestBackend.isPipeWire {
+      let (executable, arguments, environment) = try PipeWireDaemon.command(
+        name: name, period: period, sampleRate: sampleRate, folder: configFolder)
+      process.executableURL = executable
+      process.arguments = arguments
+      process.environment = environment
+    } else {
+      process.executableURL = URL(fileURLWithPath: "/usr/bin/jackd")
+      process.arguments = [
+        "-n", name, "--no-realtime", "-d", "dummy", "-r", "\(sampleRate)", "-p", "\(period)",
+      ]
+    }
     process.standardOutput = try FileHandle(forWritingTo: log)
     process.standardError = try FileHandle(forWritingTo: log)
     do { try process.run() } catch {
-      throw HarnessError("cannot start /usr/bin/jackd (install jackd2: scripts/test does): \(error)")
+      throw HarnessError("cannot start \(label) (scripts/setup --test installs it): \(error)")
     }
-    // A watchdog stops jackd if this test process dies, so a crashed run never leaves servers
-    // behind (jackd allows only a few at once); it exits by itself once jackd is gone.
+    // A watchdog stops the server if this test process dies, so a crashed run never leaves
+    // servers behind (jackd allows only a few at once); it exits by itself once it is gone.
     let watchdog = Process()
     watchdog.executableURL = URL(fileURLWithPath: "/bin/sh")
     let (me, server) = (getpid(), process.processIdentifier)
@@ -67,13 +86,16 @@ final class JackServer {
     if !ready {
       stop()
       let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
-      throw HarnessError("jackd '\(name)' did not accept clients within 10 s: \(text)")
+      throw HarnessError("\(label) '\(name)' did not accept clients within 10 s: \(text)")
     }
+    if TestBackend.isPipeWire { systemPorts = try SystemPorts(server: name) }
   }
 
   deinit { stop() }
 
   func stop() {
+    systemPorts?.close()
+    systemPorts = nil
     guard process.isRunning else { return }
     kill(process.processIdentifier, SIGTERM)
     if !waitUntil(seconds: 5, { !process.isRunning }) {
@@ -81,6 +103,7 @@ final class JackServer {
     }
     process.waitUntilExit()
     try? FileManager.default.removeItem(at: log)
+    try? FileManager.default.removeItem(at: configFolder)
   }
 }
 

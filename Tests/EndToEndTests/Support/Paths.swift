@@ -19,9 +19,12 @@ enum Paths {
   }
 
   /// The environment for a child `livemic`: this process's, plus, for a binary outside the
-  /// package (which cannot find the shipped presets beside itself), `LIVEMIC_PRESETS_DIR`.
+  /// package (which cannot find the shipped presets beside itself), `LIVEMIC_PRESETS_DIR`. On
+  /// PipeWire, the private runtime folder (`PipeWireRuntime`); the `LD_LIBRARY_PATH` that
+  /// `pw-jack` set is inherited, so the child loads PipeWire's libjack too.
   static func childEnvironment() -> [String: String] {
     var env = ProcessInfo.processInfo.environment
+    if TestBackend.isPipeWire { PipeWireRuntime.apply(to: &env) }
     if binaryOverride != nil && env["LIVEMIC_PRESETS_DIR"] == nil {
       env["LIVEMIC_PRESETS_DIR"] = root.appendingPathComponent("presets").path
     }
