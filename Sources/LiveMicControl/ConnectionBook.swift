@@ -1,3 +1,4 @@
+import Dispatch
 import LiveMicEngine
 
 /// The connections of LiveMic's ports, as last seen: those LiveMic made and those a user made
@@ -14,6 +15,11 @@ final class ConnectionBook {
   }
   private var known: Set<Connection> = []
   private var pending: Set<Connection> = []
+  /// The book before the last reading that forgot connections, and when that was: a server
+  /// dying can tear connections down before it reports its death (PipeWire's libjack does), and
+  /// those connections must not count as a user's undoing (`serverLost`).
+  private var beforeForgetting: Set<Connection> = []
+  private var forgotAt: DispatchTime?
   private(set) var restoredCount = 0
 
   var pendingCount: Int { pending.count }
@@ -38,8 +44,24 @@ final class ConnectionBook {
       pending.insert(c)
     }
     pending.subtract(now)
-    known = now.union(pending)
+    let next = now.union(pending)
+    if !known.isSubset(of: next) {
+      beforeForgetting = known
+      forgotAt = .now()
+    }
+    known = next
     if !vanished.isEmpty { connectPending(client) }
+  }
+
+  /// The server went away: connections forgotten in the `graceSeconds` before were torn down by
+  /// the dying server, not by a user, and are wanted again.
+  func serverLost(graceSeconds: Double = 2) {
+    guard let forgotAt,
+      DispatchTime.now().uptimeNanoseconds - forgotAt.uptimeNanoseconds
+        < UInt64(graceSeconds * 1e9)
+    else { return }
+    known.formUnion(beforeForgetting)
+    self.forgotAt = nil
   }
 
   /// Connects one of LiveMic's ports (short name) as asked on the command line or by default;

@@ -16,6 +16,7 @@ extension LiveSession {
   /// restores every connection the ports had. Nil when asked to stop meanwhile.
   func reconnect() -> (JackClient, ProcessState)? {
     let lostAt = DispatchTime.now()
+    book.serverLost()
     var delayMilliseconds = 20
     defer { JackMessages.setQuiet(false) }
     while true {
