@@ -73,7 +73,8 @@ extension LiveSession {
       "dsp_load_percent": Double(client.cpuLoadPercent), "preset": presetName,
       "muted": muteMode != nil || muted,
       "mute_mode": muteMode ?? (muted ? "ramp" : "none"),
-      "cycles": Int(state.cycles.load(ordering: .relaxed)), "chain": stages,
+      "cycles": Int(state.cycles.load(ordering: .relaxed)),
+      "missed_cycles": Int(state.missedCycles.load(ordering: .relaxed)), "chain": stages,
     ].merging(tapStatus) { a, _ in a }.merging(loudnessStatus) { a, _ in a }
   }
 

@@ -28,9 +28,9 @@ public final class JackClient: @unchecked Sendable {
   private(set) var midiPort: OpaquePointer?
   private(set) var musicPorts: [OpaquePointer] = []
   private(set) var monitorPorts: [OpaquePointer] = []
-  /// Pretty-names libjack refused at registration, set again once the client is active.
-  /// PipeWire's libjack refuses metadata for a port whose registration it has not seen come
-  /// back from the daemon yet (a race jackd does not have).
+  /// Every port's pretty-name, set at registration and again once the client is active:
+  /// PipeWire's libjack may refuse, or accept and lose, metadata for a port whose registration
+  /// it has not seen come back from the daemon yet (a race jackd does not have).
   private var pendingPrettyNames: [(port: OpaquePointer, name: String)] = []
   /// The audio thread's state, once started.
   public private(set) var state: ProcessState?
@@ -96,7 +96,8 @@ public final class JackClient: @unchecked Sendable {
       let port = jack_port_register(
         handle, short, type, UInt(flags.rawValue), 0)
     else { throw .portRegistration("\(name):\(short)") }
-    if !setPrettyName(port, pretty) { pendingPrettyNames.append((port, pretty)) }
+    _ = setPrettyName(port, pretty)
+    pendingPrettyNames.append((port, pretty))
     return port
   }
 
@@ -112,7 +113,7 @@ public final class JackClient: @unchecked Sendable {
   {
     let state = ProcessState(
       inputs: inputPorts, outputs: outputPorts, midiIn: midiPort, chain: chain, sampleRate: sampleRate,
-      taps: taps, musicInputs: musicPorts, monitorOutputs: monitorPorts)
+      taps: taps, musicInputs: musicPorts, monitorOutputs: monitorPorts, client: handle)
     if muted { state.ramp.fadeOut() }
     self.state = state
     events.chainLatencyFrames.store(UInt32(chain.latencyFrames), ordering: .relaxed)
@@ -153,18 +154,41 @@ public final class JackClient: @unchecked Sendable {
   /// latency leaves the outputs (and the reverse for playback latency).
   private func updateLatency(mode: jack_latency_callback_mode_t) {
     let added = jack_nframes_t(events.chainLatencyFrames.load(ordering: .relaxed))
-    let (from, to) = mode == JackCaptureLatency ? (inputPorts, outputPorts) : (outputPorts, inputPorts)
-    var range = jack_latency_range_t(min: UInt32.max, max: 0)
-    for port in from {
-      var r = jack_latency_range_t()
-      jack_port_get_latency_range(port, mode, &r)
-      range.min = min(range.min, r.min)
-      range.max = max(range.max, r.max)
+    /// The range over `ports` in `mode`, plus `frames`; nil without ports.
+    func range(of ports: [OpaquePointer], plus frames: jack_nframes_t) -> jack_latency_range_t? {
+      guard !ports.isEmpty else { return nil }
+      var range = jack_latency_range_t(min: UInt32.max, max: 0)
+      for port in ports {
+        var r = jack_latency_range_t()
+        jack_port_get_latency_range(port, mode, &r)
+        range.min = min(range.min, r.min)
+        range.max = max(range.max, r.max)
+      }
+      return jack_latency_range_t(min: range.min + frames, max: range.max + frames)
     }
-    if range.min == UInt32.max { range.min = 0 }
-    range.min += added
-    range.max += added
-    for port in to { jack_port_set_latency_range(port, mode, &range) }
+    // Only changed ranges are set: setting unchanged ones on the monitor ports too aborted
+    // PipeWire 0.3.65's libjack (an assertion in its module-protocol-native.c).
+    func set(_ ports: [OpaquePointer], _ range: jack_latency_range_t) {
+      var r = range
+      for port in ports {
+        var now = jack_latency_range_t()
+        jack_port_get_latency_range(port, mode, &now)
+        if now.min != r.min || now.max != r.max { jack_port_set_latency_range(port, mode, &r) }
+      }
+    }
+    // The voice path (in_N → chain → out_N and the monitor's voice) adds the chain's latency;
+    // the music path (music_N → out_N and the monitor) adds none.
+    let outputs = outputPorts + monitorPorts
+    if mode == JackCaptureLatency {
+      let voice = range(of: inputPorts, plus: added) ?? jack_latency_range_t(min: added, max: added)
+      let music = range(of: musicPorts, plus: 0)
+      let both = music.map { jack_latency_range_t(min: min(voice.min, $0.min), max: max(voice.max, $0.max)) }
+      set(outputs, both ?? voice)
+    } else {
+      let downstream = range(of: outputs, plus: 0) ?? jack_latency_range_t(min: 0, max: 0)
+      set(inputPorts, jack_latency_range_t(min: downstream.min + added, max: downstream.max + added))
+      set(musicPorts, downstream)
+    }
   }
 
   /// The full names of this client's ports (`livemic:in_1`, …).

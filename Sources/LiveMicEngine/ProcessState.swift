@@ -39,6 +39,13 @@ public final class ProcessState: @unchecked Sendable {
   public let cycles = Atomic<UInt64>(0)
   /// Latest buffer size seen by the audio thread.
   public let lastFrames = Atomic<UInt32>(0)
+  /// Cycles the server ran without this client: gaps in the frame times of consecutive
+  /// process calls. On jackd each is also an xrun; PipeWire's libjack reports no xrun for them.
+  public let missedCycles = Atomic<UInt64>(0)
+  /// The client, for `jack_last_frame_time` (nil in tests that drive `process` by hand).
+  private let client: OpaquePointer?
+  /// The frame time the next cycle should start at (audio thread only); nil before the first.
+  private var nextFrameTime: jack_nframes_t?
   /// MIDI control-change mappings applied from `midi_in` every cycle.
   public let midi = MidiMap()
   private let midiIn: OpaquePointer?
@@ -69,8 +76,9 @@ public final class ProcessState: @unchecked Sendable {
   init(
     inputs: [OpaquePointer], outputs: [OpaquePointer], midiIn: OpaquePointer?, chain: VoiceChain,
     sampleRate: Double, taps: TapTable, musicInputs: [OpaquePointer] = [],
-    monitorOutputs: [OpaquePointer] = []
+    monitorOutputs: [OpaquePointer] = [], client: OpaquePointer? = nil
   ) {
+    self.client = client
     precondition(musicInputs.isEmpty || musicInputs.count == 2)
     precondition(monitorOutputs.isEmpty || monitorOutputs.count == 2)
     monitor1 = monitorOutputs.first
@@ -140,6 +148,11 @@ public final class ProcessState: @unchecked Sendable {
   @inline(__always)
   func process(frames: jack_nframes_t) -> Int32 {
     let n = Int(frames)
+    if let client {
+      let now = jack_last_frame_time(client)
+      if let expected = nextFrameTime, now != expected { missedCycles.add(1, ordering: .relaxed) }
+      nextFrameTime = now &+ frames
+    }
     guard let in1 = jack_port_get_buffer(input1, frames),
       let out1 = jack_port_get_buffer(output1, frames),
       let out2 = jack_port_get_buffer(output2, frames)

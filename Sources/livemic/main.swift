@@ -15,6 +15,24 @@ do {
   fail("\(error.message); see 'livemic --help'", status: 2)
 }
 
+// LIVEMIC_PARSE_ONLY=1: check a command line (the options, a run's or render's preset and
+// --set values, a ctl command's words) and do nothing else; the documentation's tests use it.
+if let check = ProcessInfo.processInfo.environment["LIVEMIC_PARSE_ONLY"], !check.isEmpty {
+  switch command {
+  case .ctl(_, _, let words) where words != ["meters"] && words != ["events"]:
+    do { _ = try ControlClient.request(words) } catch { fail(error.description, status: 2) }
+  case .run(let options):
+    do { _ = try LiveSession.stages(for: options) } catch { fail(error.description, status: 1) }
+  case .render(let options):
+    var run = RunOptions()
+    (run.preset, run.overrides, run.plugins) = (options.preset, options.overrides, options.plugins)
+    do { _ = try LiveSession.stages(for: run) } catch { fail(error.description, status: 1) }
+  default: break
+  }
+  print("livemic: the command line is valid")
+  exit(0)
+}
+
 switch command {
 case .help(let topic):
   print(help(for: topic))

@@ -224,6 +224,31 @@ extension EndToEnd {
       }
     }
 
+    @Test("latency through JACK: the voice path adds the chain's 480 frames, the music path none")
+    func latencyOfBothPaths() throws {
+      // voice's denoise declares 480 frames; the music bypasses the chain. The test clients'
+      // own ports have no latency.
+      let (server, generators, capture, livemic) = try Self.rig(
+        ["-p", "voice", "-c", "music.volume_db=-20"], voice: .sine(frequencyHz: 300, amplitude: 0.25),
+        music: .sine(frequencyHz: 1000, amplitude: 0.5), monitor: true)
+      var figures: [String: (min: UInt32, max: UInt32)] = [:]
+      let reported = waitUntil(seconds: 5) {
+        figures = [
+          "out_1 capture": capture.latency(of: "lmclient:out_1", capture: true),
+          "monitor_1 capture": capture.latency(of: "lmclient:monitor_1", capture: true),
+          "in_1 playback": capture.latency(of: "lmclient:in_1", capture: false),
+          "music_1 playback": capture.latency(of: "lmclient:music_1", capture: false),
+        ]
+        return figures["out_1 capture"]! == (0, 480) && figures["monitor_1 capture"]! == (0, 480)
+          && figures["in_1 playback"]! == (480, 480) && figures["music_1 playback"]! == (0, 0)
+      }
+      #expect(reported, "\(figures)")
+      #expect(livemic.interrupt() == 0)
+      for g in generators { g.close() }
+      capture.close()
+      server.stop()
+    }
+
     @Test("real-time guard: zero allocations, locks and waits with --music, ducking and --monitor")
     func musicIsRealtimeSafe() throws {
       let folder = Paths.temporaryFolder("guard-music")

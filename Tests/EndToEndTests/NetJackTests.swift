@@ -12,6 +12,10 @@ extension EndToEnd {
     .enabled(
       if: NetJackRig.unavailableReason == nil,
       "jackd2's NetJACK2 parts (jack_net.so, netmanager.so, jack_load, jack_unload, jack_lsp) are missing"
+    ),
+    .enabled(
+      if: !TestBackend.isPipeWire,
+      "NetJACK2 is jackd2's: the master and the slave are jackd servers, not PipeWire (the jackd run covers it)"
     ))
   struct NetJackTests {
     /// The master's test clients: a frame-code generator and a three-input capture (in_1: the

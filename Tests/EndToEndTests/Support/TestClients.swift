@@ -211,6 +211,15 @@ final class TestClient: @unchecked Sendable {
     }
   }
 
+  /// Cycles this client missed while recording: jumps in the recorded frame times. On jackd each
+  /// is also an xrun; PipeWire reports none.
+  var frameTimeGaps: Int {
+    let n = frameCount
+    var gaps = 0
+    for i in 1..<max(n, 1) where frameTimes[i] != frameTimes[i - 1] &+ 1 { gaps += 1 }
+    return gaps
+  }
+
   /// The recorded samples of channel `c` and their frame times, from `start`.
   func recording(channel c: Int, from start: Int = 0) -> (times: [UInt32], samples: [Float]) {
     let n = frameCount
