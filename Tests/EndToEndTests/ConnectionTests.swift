@@ -55,7 +55,7 @@ extension EndToEnd {
     /// NetJACK2 link coming back): LiveMic's connection is in place afterwards, and a user's
     /// disconnect still stays undone. (Here jackd2 shows the connection on the new port at
     /// once; the case where it is really lost, a driver's ports, is
-    /// `NetJackTests.quickLinkReturn`.)
+    /// `NetJackTests.linkDropAndReturn(quick: true)`.)
     @Test("a port that vanishes and comes back at once is connected again; a user's disconnect is kept")
     func portRecreatedIsReconnected() throws {
       let server = try JackServer()

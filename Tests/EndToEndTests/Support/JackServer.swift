@@ -61,20 +61,7 @@ final class JackServer {
     do { try process.run() } catch {
       throw HarnessError("cannot start \(label) (scripts/setup --test installs it): \(error)")
     }
-    // A watchdog stops the server if this test process dies, so a crashed run never leaves
-    // servers behind (jackd allows only a few at once); it exits by itself once it is gone.
-    let watchdog = Process()
-    watchdog.executableURL = URL(fileURLWithPath: "/bin/sh")
-    let (me, server) = (getpid(), process.processIdentifier)
-    watchdog.arguments = [
-      "-c",
-      "while kill -0 \(me) 2>/dev/null && kill -0 \(server) 2>/dev/null; do sleep 0.5; done; "
-        + "kill \(server) 2>/dev/null",
-    ]
-    watchdog.standardInput = FileHandle.nullDevice
-    watchdog.standardOutput = FileHandle.nullDevice
-    watchdog.standardError = FileHandle.nullDevice
-    try? watchdog.run()
+    startWatchdog(server: process.processIdentifier)
     // Ready when a client can open without starting a server.
     let name = self.name
     let ready = waitUntil(seconds: 10) {
@@ -105,6 +92,25 @@ final class JackServer {
     try? FileManager.default.removeItem(at: log)
     try? FileManager.default.removeItem(at: configFolder)
   }
+}
+
+/// Starts a watchdog that stops `server` (SIGTERM; then SIGKILL after `killAfterSeconds`, if
+/// given) when this test process dies, so a crashed run never leaves servers behind (jackd
+/// allows only a few at once); it exits by itself once the server is gone.
+func startWatchdog(server: Int32, killAfterSeconds: Int? = nil) {
+  let watchdog = Process()
+  watchdog.executableURL = URL(fileURLWithPath: "/bin/sh")
+  let me = getpid()
+  watchdog.arguments = [
+    "-c",
+    "while kill -0 \(me) 2>/dev/null && kill -0 \(server) 2>/dev/null; do sleep 0.5; done; "
+      + "kill \(server) 2>/dev/null"
+      + (killAfterSeconds.map { " && sleep \($0) && kill -9 \(server) 2>/dev/null" } ?? ""),
+  ]
+  watchdog.standardInput = FileHandle.nullDevice
+  watchdog.standardOutput = FileHandle.nullDevice
+  watchdog.standardError = FileHandle.nullDevice
+  try? watchdog.run()
 }
 
 /// A thread-safe counter for unique names.

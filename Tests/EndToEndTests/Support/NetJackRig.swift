@@ -181,18 +181,7 @@ final class NetJackRig {
     process.standardError = try FileHandle(forWritingTo: log)
     process.standardInput = FileHandle.nullDevice
     try process.run()
-    let watchdog = Process()
-    watchdog.executableURL = URL(fileURLWithPath: "/bin/sh")
-    let (me, server) = (getpid(), process.processIdentifier)
-    watchdog.arguments = [
-      "-c",
-      "while kill -0 \(me) 2>/dev/null && kill -0 \(server) 2>/dev/null; do sleep 0.5; done; "
-        + "kill \(server) 2>/dev/null && sleep 3 && kill -9 \(server) 2>/dev/null",
-    ]
-    watchdog.standardInput = FileHandle.nullDevice
-    watchdog.standardOutput = FileHandle.nullDevice
-    watchdog.standardError = FileHandle.nullDevice
-    try? watchdog.run()
+    startWatchdog(server: process.processIdentifier, killAfterSeconds: 3)
     return process
   }
 
