@@ -286,14 +286,14 @@ extension EndToEnd {
       #expect(livemic.log.contains("error: " + error), "\(livemic.log)")
       // Audio goes on, bit for bit, after every failure.
       usleep(1_000_000)
-      // On PipeWire a cycle LiveMic missed is no xrun: a spoiled take is taken again (3 times).
-      var (direct, out) = ([Float](), [Float]())
-      for _ in 0..<(TestBackend.isPipeWire ? 3 : 1) {
-        let start = try capture.recordWithoutXrun(frames: 48000)
-        direct = capture.recording(channel: 0, from: start).samples
-        out = capture.recording(channel: 1, from: start).samples
-        if out == direct { break }
-      }
+      let (direct, out): ([Float], [Float]) = try retakingOnPipeWire(
+        {
+          let start = try capture.recordWithoutXrun(frames: 48000)
+          return (
+            capture.recording(channel: 0, from: start).samples,
+            capture.recording(channel: 1, from: start).samples
+          )
+        }, until: { $0.0 == $0.1 })
       #expect(out.count >= 48000 && out == direct, "the output is not the input after the failures")
       let status = try Self.ctl(["status"], env)
       let recordings = status["recordings"] as? [[String: Any]] ?? []
