@@ -249,13 +249,18 @@ extension EndToEnd {
       server.stop()
     }
 
-    @Test("real-time guard: zero allocations, locks and waits with --music, ducking and --monitor")
+    @Test(
+      "real-time guard: zero allocations, locks and waits with --music, ducking, --monitor and its reverb, --loudness-target"
+    )
     func musicIsRealtimeSafe() throws {
       let folder = Paths.temporaryFolder("guard-music")
       defer { try? FileManager.default.removeItem(at: folder) }
       let counters = folder.appendingPathComponent("rtguard.txt")
       let (server, generators, capture, livemic) = try Self.rig(
-        ["-p", "voice", "-c", "music.duck=1", "--monitor", "-c", "monitor.reverb_db=-6"],
+        [
+          "-p", "voice", "-c", "music.duck=1", "--monitor", "-c", "monitor.reverb_db=-6",
+          "--loudness-target", "-16",
+        ],
         voice: .sine(frequencyHz: 300, amplitude: 0.3),
         music: .sine(frequencyHz: 1000, amplitude: 0.3), monitor: true, guardOutput: counters)
       func cycles() -> Int { Int(RealtimeGuard.counters(counters)["cycles"] ?? "0") ?? 0 }
