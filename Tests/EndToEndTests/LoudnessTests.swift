@@ -37,7 +37,11 @@ extension EndToEnd {
       #expect(abs((meters["momentary_lufs"] ?? 0) - -23) <= 0.2, "\(meters)")
       #expect(abs((meters["shortterm_lufs"] ?? 0) - -23) <= 0.2, "\(meters)")
       #expect(abs((meters["integrated_lufs"] ?? 0) - -23) <= 0.5, "\(meters)")
-      #expect(abs((meters["true_peak_dbtp"] ?? 0) - -23) <= 0.2, "\(meters)")
+      // An xrun cuts the sine: the step really has inter-sample peaks above the sine's, and the
+      // true-peak meter rightly reads them (seen here: -22.5 dBTP after a burst of xruns).
+      let xruns = (try Self.ctl(["status"], env)["xruns"] as? NSNumber)?.intValue ?? 0
+      #expect(
+        abs((meters["true_peak_dbtp"] ?? 0) - -23) <= (xruns == 0 ? 0.2 : 1), "\(meters), \(xruns) xruns")
 
       let reset = try Self.ctl(["loudness", "reset"], env)
       #expect(reset["ok"] as? Bool == true, "\(reset)")
