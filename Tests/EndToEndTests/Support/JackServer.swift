@@ -94,9 +94,10 @@ final class JackServer {
   }
 }
 
-/// Starts a watchdog that stops `server` (SIGTERM; then SIGKILL after `killAfterSeconds`, if
-/// given) when this test process dies, so a crashed run never leaves servers behind (jackd
-/// allows only a few at once); it exits by itself once the server is gone.
+/// Starts a watchdog that stops `server` (a server or a livemic: SIGTERM; then SIGKILL after
+/// `killAfterSeconds`, if given) when this test process dies, so a crashed run never leaves
+/// servers (jackd allows only a few at once) or clients behind; it exits by itself once the
+/// process is gone.
 func startWatchdog(server: Int32, killAfterSeconds: Int? = nil) {
   let watchdog = Process()
   watchdog.executableURL = URL(fileURLWithPath: "/bin/sh")

@@ -35,6 +35,9 @@ final class LiveMicProcess {
     process.standardError = try FileHandle(forWritingTo: logFile)
     process.standardOutput = FileHandle.nullDevice
     try process.run()
+    // LiveMic outlives a lost server by design (it waits to reconnect): if this test process
+    // dies, the watchdog stops it, so no orphan keeps reconnecting and loading the machine.
+    startWatchdog(server: process.processIdentifier, killAfterSeconds: 3)
   }
 
   deinit {
