@@ -41,7 +41,9 @@ extension EndToEnd {
       let (server, generators, capture, livemic) = try Self.rig(
         ["-p", "flat", "-c", "input.bypass=0", "-c", "input.gain_db=-12", "-c", "music.volume_db=-6"],
         voice: .sine(frequencyHz: 300, amplitude: 0), music: .sine(frequencyHz: 1000, amplitude: 0.5))
-      #expect(capture.prettyName(of: "lmclient:music_1") == "LiveMic music 1 (left)")
+      // PipeWire delivers port metadata to other clients asynchronously: allow it a moment.
+      #expect(
+        waitUntil(seconds: 5) { capture.prettyName(of: "lmclient:music_1") == "LiveMic music 1 (left)" })
       #expect(capture.connections(of: "lmclient:music_2") == ["lmmusic:out"])
       usleep(1_300_000)  // the start ramp applies to the music too
       let start = try capture.recordWithoutXrun(frames: 24000)
@@ -157,7 +159,9 @@ extension EndToEnd {
         ],
         voice: .sine(frequencyHz: 300, amplitude: 0.25), music: .sine(frequencyHz: 1000, amplitude: 0.5),
         monitor: true)
-      #expect(capture.prettyName(of: "lmclient:monitor_1") == "LiveMic monitor 1 (left)")
+      // PipeWire delivers port metadata to other clients asynchronously: allow it a moment.
+      #expect(
+        waitUntil(seconds: 5) { capture.prettyName(of: "lmclient:monitor_1") == "LiveMic monitor 1 (left)" })
       usleep(1_300_000)
       let start = try capture.recordWithoutXrun(frames: 24000)
       // 24,000 frames: 150 periods of the voice, 500 of the music (orthogonal).
