@@ -38,10 +38,11 @@ extension EndToEnd {
         if capture.xruns.load(ordering: .relaxed) == xruns { break }
         measured("xrun while recording (attempt \(attempt) of 3)")
       }
-      let direct = capture.recording(channel: 0, from: start)
+      let end = capture.frameCount
+      let direct = capture.recording(channel: 0, from: start, to: end)
       return (
-        direct.times, direct.samples, capture.recording(channel: 1, from: start).samples,
-        capture.recording(channel: 2, from: start).samples
+        direct.times, direct.samples, capture.recording(channel: 1, from: start, to: end).samples,
+        capture.recording(channel: 2, from: start, to: end).samples
       )
     }
 
@@ -66,7 +67,7 @@ extension EndToEnd {
     static func share(
       _ output: [Float], times: [UInt32], lag: Int, tolerance: Float, limit: Int = .max
     ) -> Double {
-      let n = min(output.count, limit)
+      let n = min(output.count, times.count, limit)
       let hits = (0..<n).count { i in
         abs(output[i] - TestSignal.frameCode.value(atFrame: times[i] &- UInt32(lag), sampleRate: 48000))
           <= tolerance

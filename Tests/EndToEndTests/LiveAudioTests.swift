@@ -34,9 +34,10 @@ extension EndToEnd {
       // Wait out the 1 s start ramp, then record half a second.
       usleep(1_300_000)
       let start = try capture.recordWithoutXrun(frames: 24000)
-      let direct = capture.recording(channel: 0, from: start)
-      let left = capture.recording(channel: 1, from: start)
-      let right = capture.recording(channel: 2, from: start)
+      let end = capture.frameCount
+      let direct = capture.recording(channel: 0, from: start, to: end)
+      let left = capture.recording(channel: 1, from: start, to: end)
+      let right = capture.recording(channel: 2, from: start, to: end)
       var mismatches = 0
       var generatorMismatches = 0
       for i in 0..<direct.samples.count {
@@ -65,8 +66,9 @@ extension EndToEnd {
       let (server, generator, capture, livemic) = try Self.rig(
         ["-p", "flat"], signal: .sine(frequencyHz: 500, amplitude: 0.5))
       try capture.record(frames: 48000 * 3 / 2)
-      let direct = capture.recording(channel: 0)
-      let out = capture.recording(channel: 1)
+      let end = capture.frameCount
+      let direct = capture.recording(channel: 0, to: end)
+      let out = capture.recording(channel: 1, to: end)
       // The first cycle LiveMic ran in is the first with any output.
       guard let first = out.samples.firstIndex(where: { $0 != 0 }) else {
         Issue.record("no output at all")
@@ -86,8 +88,10 @@ extension EndToEnd {
           }
           let start = capture.frameCount
           try capture.record(frames: 7200)
+          let end = capture.frameCount
           let (o, d) = (
-            capture.recording(channel: 1, from: start), capture.recording(channel: 0, from: start)
+            capture.recording(channel: 1, from: start, to: end),
+            capture.recording(channel: 0, from: start, to: end)
           )
           return rms(o.samples[...]) / rms(d.samples[...])
         }, until: { abs($0 - 1) < 1e-6 })
@@ -114,8 +118,9 @@ extension EndToEnd {
         {
           let start = capture.frameCount
           try capture.record(frames: 9600)
-          let direct = capture.recording(channel: 0, from: start).samples
-          let out = capture.recording(channel: 1, from: start).samples
+          let end = capture.frameCount
+          let direct = capture.recording(channel: 0, from: start, to: end).samples
+          let out = capture.recording(channel: 1, from: start, to: end).samples
           return 20 * log10(rms(out[...]) / rms(direct[...]))
         }, until: { abs($0 - expectedDecibels) < 0.01 })
       #expect(

@@ -47,9 +47,10 @@ extension EndToEnd {
       #expect(capture.connections(of: "lmclient:music_2") == ["lmmusic:out"])
       usleep(1_300_000)  // the start ramp applies to the music too
       let start = try capture.recordWithoutXrun(frames: 24000)
-      let music = capture.recording(channel: 0, from: start).samples
-      let left = capture.recording(channel: 1, from: start).samples
-      let right = capture.recording(channel: 2, from: start).samples
+      let end = capture.frameCount
+      let music = capture.recording(channel: 0, from: start, to: end).samples
+      let left = capture.recording(channel: 1, from: start, to: end).samples
+      let right = capture.recording(channel: 2, from: start, to: end).samples
       let volume = powf(10, Float(-6) / 20)
       var mismatches = 0
       for i in 0..<music.count where left[i] != music[i] * volume || right[i] != music[i] * volume {
@@ -110,9 +111,10 @@ extension EndToEnd {
         usleep(20_000)
         if capture.xruns.load(ordering: .relaxed) == before { break }
       }
+      let end = capture.frameCount
       let w = Self.windows(
-        music: capture.recording(channel: 0, from: start).samples,
-        output: capture.recording(channel: 1, from: start).samples)
+        music: capture.recording(channel: 0, from: start, to: end).samples,
+        output: capture.recording(channel: 1, from: start, to: end).samples)
       let open = Double(powf(10, Float(-6) / 20))
       let db = { (g: Double) in 20 * log10(g / open) }
       // The voice's residual is about 0.18; the music's own gain ramp leaves about 0.002.

@@ -82,9 +82,10 @@ extension EndToEnd {
     ) throws -> Int {
       let start = capture.frameCount
       try capture.record(frames: 24000)
-      let direct = capture.recording(channel: 0, from: start)
-      let left = match(capture.recording(channel: 1, from: start))
-      let right = match(capture.recording(channel: 2, from: start))
+      let end = capture.frameCount
+      let direct = capture.recording(channel: 0, from: start, to: end)
+      let left = match(capture.recording(channel: 1, from: start, to: end))
+      let right = match(capture.recording(channel: 2, from: start, to: end))
       #expect(direct.samples.count >= 24000, sourceLocation: sourceLocation)
       // Exact unless a cycle was lost: the dummy backend xruns even at idle here.
       #expect(

@@ -53,8 +53,9 @@ extension EndToEnd {
         var (direct, out, differing) = ([Float](), [Float](), 0)
         for _ in 0..<3 {
           let start = try capture.recordWithoutXrun(frames: 4800)
-          direct = capture.recording(channel: 0, from: start).samples
-          out = capture.recording(channel: 1, from: start).samples
+          let end = capture.frameCount
+          direct = capture.recording(channel: 0, from: start, to: end).samples
+          out = capture.recording(channel: 1, from: start, to: end).samples
           differing = zip(direct, out).filter { $0.bitPattern != $1.bitPattern }.count
           if differing == 0 { break }
         }

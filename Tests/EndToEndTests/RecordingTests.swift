@@ -194,9 +194,10 @@ extension EndToEnd {
       #expect(dropping, "\(status)")
       #expect((status["recordings"] as? [[String: Any]])?.first?["dropped_frames"] as? Int == 0, "\(status)")
       let start = try capture.recordWithoutXrun(frames: 24000)
+      let end = capture.frameCount
       #expect(
-        capture.recording(channel: 1, from: start).samples
-          == capture.recording(channel: 0, from: start).samples)
+        capture.recording(channel: 1, from: start, to: end).samples
+          == capture.recording(channel: 0, from: start, to: end).samples)
       #expect(livemic.interrupt() == 0)
       #expect(livemic.log.contains(", 0 dropped,"), "\(livemic.log)")
     }
@@ -289,9 +290,10 @@ extension EndToEnd {
       let (direct, out): ([Float], [Float]) = try retakingOnPipeWire(
         {
           let start = try capture.recordWithoutXrun(frames: 48000)
+          let end = capture.frameCount
           return (
-            capture.recording(channel: 0, from: start).samples,
-            capture.recording(channel: 1, from: start).samples
+            capture.recording(channel: 0, from: start, to: end).samples,
+            capture.recording(channel: 1, from: start, to: end).samples
           )
         }, until: { $0.0 == $0.1 })
       #expect(out.count >= 48000 && out == direct, "the output is not the input after the failures")

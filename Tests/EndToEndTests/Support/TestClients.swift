@@ -220,9 +220,13 @@ final class TestClient: @unchecked Sendable {
     return gaps
   }
 
-  /// The recorded samples of channel `c` and their frame times, from `start`.
-  func recording(channel c: Int, from start: Int = 0) -> (times: [UInt32], samples: [Float]) {
-    let n = frameCount
+  /// The recorded samples of channel `c` and their frame times, from `start` to `end` (by
+  /// default, what is recorded now). The client goes on recording, so channels that are compared
+  /// must be read with one `end` (`frameCount` taken once), or their lengths may differ.
+  func recording(channel c: Int, from start: Int = 0, to end: Int? = nil) -> (
+    times: [UInt32], samples: [Float]
+  ) {
+    let n = min(end ?? frameCount, frameCount)
     guard start < n else { return ([], []) }
     return (
       Array(UnsafeBufferPointer(start: frameTimes + start, count: n - start)),
