@@ -104,6 +104,7 @@ extension LiveSession {
       for request in control?.takeRequests() ?? [] {
         request.answer(answer(request.request, client: client, state: state))
       }
+      client.applyRequestedLatency()
       // Plugins may report a new latency at any time (a convolver once its impulse is loaded).
       let latency = chain.latencyFrames
       if latency != Int(events.chainLatencyFrames.load(ordering: .relaxed)) {

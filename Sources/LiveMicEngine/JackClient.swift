@@ -1,6 +1,7 @@
 import CJack
 import DSP
 import Dispatch
+import Synchronization
 
 #if canImport(Glibc)
   import Glibc
@@ -10,7 +11,8 @@ import Dispatch
 /// connects and closes. None of this runs on the audio thread.
 ///
 /// Thread: the thread that created it (the supervisor), except the latency callback, which
-/// libjack calls on its own non-real-time thread.
+/// libjack calls on its own non-real-time thread (on PipeWire it only asks the supervisor to
+/// set the ranges: see `applyRequestedLatency()`).
 public final class JackClient: @unchecked Sendable {
   let handle: OpaquePointer
   /// The name JACK gave the client (it may differ from the one asked for).
@@ -28,10 +30,19 @@ public final class JackClient: @unchecked Sendable {
   private(set) var midiPort: OpaquePointer?
   private(set) var musicPorts: [OpaquePointer] = []
   private(set) var monitorPorts: [OpaquePointer] = []
-  /// Every port's pretty-name, set at registration and again once the client is active:
-  /// PipeWire's libjack may refuse, or accept and lose, metadata for a port whose registration
-  /// it has not seen come back from the daemon yet (a race jackd does not have).
+  /// Pretty-names still to set once the client is active: on PipeWire, all of them. Its libjack
+  /// may refuse metadata for a port the daemon has not exported yet, and a client already running
+  /// (qjackctl) drops a name that reaches it before the port does; set again unchanged, the
+  /// daemon sends it no second time. After activation the daemon has exported the ports.
   private var pendingPrettyNames: [(port: OpaquePointer, name: String)] = []
+  /// Whether the latency callback leaves setting the ranges to the supervisor. PipeWire's libjack
+  /// (0.3.65) calls it on its loop thread with the loop unlocked, and a range set there goes to
+  /// the daemon at once, unlocked, racing any call the supervisor makes at that moment: it
+  /// aborted LiveMic (an assertion in module-protocol-native.c) and lost pretty-names. Set from
+  /// any other thread, libjack queues the update onto its loop.
+  public let defersLatency: Bool
+  /// Set by the latency callback when `defersLatency`; cleared by `applyRequestedLatency()`.
+  private let latencyRequested = Atomic<Bool>(false)
   /// The audio thread's state, once started.
   public private(set) var state: ProcessState?
   private var active = false
@@ -53,6 +64,13 @@ public final class JackClient: @unchecked Sendable {
     bufferFrames = Int(jack_get_buffer_size(h))
     events.sampleRate.store(UInt32(sampleRate), ordering: .relaxed)
     events.bufferFrames.store(UInt32(bufferFrames), ordering: .relaxed)
+    defersLatency = Self.isPipeWire
+  }
+
+  /// Whether the libjack in use is PipeWire's (its version string says "using PipeWire").
+  public static var isPipeWire: Bool {
+    guard let version = jack_get_version_string() else { return false }
+    return String(cString: version).contains("PipeWire")
   }
 
   deinit { close() }
@@ -96,8 +114,7 @@ public final class JackClient: @unchecked Sendable {
       let port = jack_port_register(
         handle, short, type, UInt(flags.rawValue), 0)
     else { throw .portRegistration("\(name):\(short)") }
-    _ = setPrettyName(port, pretty)
-    pendingPrettyNames.append((port, pretty))
+    if Self.isPipeWire || !setPrettyName(port, pretty) { pendingPrettyNames.append((port, pretty)) }
     return port
   }
 
@@ -140,7 +157,7 @@ public final class JackClient: @unchecked Sendable {
       handle,
       { mode, context in
         guard let context else { return }
-        Unmanaged<JackClient>.fromOpaque(context).takeUnretainedValue().updateLatency(mode: mode)
+        Unmanaged<JackClient>.fromOpaque(context).takeUnretainedValue().latencyCallback(mode: mode)
       }, selfContext)
     state.warm(frames: bufferFrames)
     guard jack_activate(handle) == 0 else { throw .activation }
@@ -148,6 +165,21 @@ public final class JackClient: @unchecked Sendable {
     // Activation waited for the daemon, so the ports are known to libjack by now.
     pendingPrettyNames = pendingPrettyNames.filter { !setPrettyName($0.port, $0.name) }
     return state
+  }
+
+  /// What libjack's latency callback does: set the ranges, or (on PipeWire) ask the supervisor to.
+  private func latencyCallback(mode: jack_latency_callback_mode_t) {
+    guard defersLatency else { return updateLatency(mode: mode) }
+    latencyRequested.store(true, ordering: .releasing)
+    events.wake.signal()
+  }
+
+  /// Sets the latency ranges the latency callback asked for (PipeWire only; else nothing is
+  /// pending). Thread: the supervisor, once per wake.
+  public func applyRequestedLatency() {
+    guard latencyRequested.exchange(false, ordering: .acquiringAndReleasing) else { return }
+    updateLatency(mode: JackCaptureLatency)
+    updateLatency(mode: JackPlaybackLatency)
   }
 
   /// Propagates latency through the client: whatever reaches the inputs plus the chain's
@@ -166,8 +198,7 @@ public final class JackClient: @unchecked Sendable {
       }
       return jack_latency_range_t(min: range.min + frames, max: range.max + frames)
     }
-    // Only changed ranges are set: setting unchanged ones on the monitor ports too aborted
-    // PipeWire 0.3.65's libjack (an assertion in its module-protocol-native.c).
+    // Only changed ranges are set: each set is an update the server propagates to every peer.
     func set(_ ports: [OpaquePointer], _ range: jack_latency_range_t) {
       var r = range
       for port in ports {
