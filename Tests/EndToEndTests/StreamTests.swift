@@ -88,10 +88,16 @@ extension EndToEnd {
       // About 20 a second over 2 s (a loaded 2-core machine may lose a few wake-ups).
       #expect(meters.count >= 30 && meters.count <= 44, "meter lines in 2 s: \(meters.count)")
       let last = meters.last ?? [:]
-      let input = (last["input"] as? [[String: Double]])?.first ?? [:]
-      // The input meter reads the test sine exactly: peak 0.5 (-6.02 dBFS), RMS 3 dB lower.
-      #expect(abs((input["peak_dbfs"] ?? 0) - -6.0) < 0.15, "\(last)")
-      #expect(abs((input["rms_dbfs"] ?? 0) - -9.0) < 0.15, "\(last)")
+      // The input meter reads the test sine exactly: peak 0.5 (-6.02 dBFS), RMS 3 dB lower. The
+      // median of the last ten lines: a window holding a cycle the server dropped (PipeWire
+      // reports no xrun for it) reads lower.
+      func median(_ key: String) -> Double {
+        let values = meters.suffix(10).compactMap { ($0["input"] as? [[String: Double]])?.first?[key] }
+          .sorted()
+        return values.isEmpty ? 0 : values[values.count / 2]
+      }
+      #expect(abs(median("peak_dbfs") - -6.0) < 0.15, "\(meters.suffix(10))")
+      #expect(abs(median("rms_dbfs") - -9.0) < 0.15, "\(meters.suffix(10))")
       let reductions = last["gain_reduction_db"] as? [String: Double] ?? [:]
       #expect((reductions["compressor"] ?? 0) > 3, "the compressor works on a -6 dBFS sine: \(reductions)")
       // An event reaches the subscriber.
