@@ -57,8 +57,13 @@ extension EndToEnd {
         Int(capture.xruns.load(ordering: .relaxed)) + missedCycles
         + (TestBackend.isPipeWire ? capture.frameTimeGaps : 0)
       let allowed = xruns * 4 * 256
+      // On PipeWire one dropped cycle was once seen to move the alignment twice, identically in
+      // the input tap, the output tap and the FIFO stream (three separate writers, so the server's
+      // timing, not a writer): there a counted drop may account for two offsets.
+      let resyncsAllowed = xruns * (TestBackend.isPipeWire ? 2 : 1)
       #expect(
-        resyncs <= xruns, "\(label): the recording matched at \(resyncs + 1) offsets with \(xruns) xruns",
+        resyncs <= resyncsAllowed,
+        "\(label): the recording matched at \(resyncs + 1) offsets with \(xruns) xruns",
         sourceLocation: sourceLocation)
       #expect(
         outside == 0, "\(label): \(outside) samples outside the capture", sourceLocation: sourceLocation)
