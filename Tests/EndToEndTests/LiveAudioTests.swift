@@ -33,9 +33,13 @@ extension EndToEnd {
         ["-p", "flat"], signal: .frameCode, period: 256)
       // Wait out the 1 s start ramp, then record half a second.
       usleep(1_300_000)
-      // On PipeWire a take holding a cycle the server dropped silently is taken again.
-      let (direct, left, mismatches, generatorMismatches) = try retakingOnPipeWire(
+      // A take in which the generator's own signal is off (the server lost a cycle without an
+      // xrun: seen once on jackd, more often on PipeWire) is taken again, up to 3 times; on
+      // PipeWire, any take with differing samples is.
+      var takes = 0
+      let (direct, left, mismatches, generatorMismatches) = try retaking(
         {
+          takes += 1
           let start = try capture.recordWithoutXrun(frames: 24000)
           let end = capture.frameCount
           let direct = capture.recording(channel: 0, from: start, to: end)
@@ -53,7 +57,8 @@ extension EndToEnd {
             }
           }
           return (direct, left, mismatches, generatorMismatches)
-        }, until: { $0.2 == 0 && $0.3 == 0 })
+        }, until: { $0.3 == 0 && (!TestBackend.isPipeWire || $0.2 == 0) })
+      if takes > 1 { print("[measured] flat bit-exactness: \(takes) takes") }
       #expect(direct.samples.count >= 24000)
       #expect(generatorMismatches == 0, "the generator's own signal is not what the test expects")
       #expect(
@@ -85,11 +90,18 @@ extension EndToEnd {
       let lateRange = (first + 52800)..<min(first + 60000, out.samples.count)
       // Retaken on PipeWire, where a silently dropped cycle can spoil the window.
       var firstTake = true
-      let late = try retakingOnPipeWire(
+      // Retaken on both servers when the window holds a gap in the frame times (a cycle the server
+      // lost, with or without an xrun).
+      let gapless = { (times: ArraySlice<UInt32>) in
+        zip(times, times.dropFirst()).allSatisfy { $1 == $0 &+ 1 }
+      }
+      let late = try retaking(
         {
           if firstTake {
             firstTake = false
-            return rms(out.samples[lateRange]) / rms(direct.samples[lateRange])
+            return (
+              rms(out.samples[lateRange]) / rms(direct.samples[lateRange]), gapless(direct.times[lateRange])
+            )
           }
           let start = capture.frameCount
           try capture.record(frames: 7200)
@@ -98,8 +110,9 @@ extension EndToEnd {
             capture.recording(channel: 1, from: start, to: end),
             capture.recording(channel: 0, from: start, to: end)
           )
-          return rms(o.samples[...]) / rms(d.samples[...])
-        }, until: { abs($0 - 1) < 1e-6 })
+          return (rms(o.samples[...]) / rms(d.samples[...]), gapless(d.times[...]))
+        }, until: { $0.1 && (!TestBackend.isPipeWire || abs($0.0 - 1) < 1e-6) }
+      ).0
       #expect(early < 0.01, "first 50 ms at \(early) of the input level")
       #expect(abs(late - 1) < 1e-6, "after 1.1 s at \(late) of the input level")
       #expect(livemic.interrupt() == 0)
