@@ -38,10 +38,11 @@ extension EndToEnd {
       #expect(abs((meters["shortterm_lufs"] ?? 0) - -23) <= 0.2, "\(meters)")
       #expect(abs((meters["integrated_lufs"] ?? 0) - -23) <= 0.5, "\(meters)")
       // An xrun cuts the sine: the step really has inter-sample peaks above the sine's, and the
-      // true-peak meter rightly reads them (seen here: -22.5 dBTP after a burst of xruns).
+      // true-peak meter rightly reads them (seen here: -22.5 and -21.7 dBTP after xruns). A
+      // band-limited jump from +A to -A overshoots by Gibbs' 9 % of 2A: at most 1.18 A, +1.43 dB.
       let xruns = (try Self.ctl(["status"], env)["xruns"] as? NSNumber)?.intValue ?? 0
       #expect(
-        abs((meters["true_peak_dbtp"] ?? 0) - -23) <= (xruns == 0 ? 0.2 : 1), "\(meters), \(xruns) xruns")
+        abs((meters["true_peak_dbtp"] ?? 0) - -23) <= (xruns == 0 ? 0.2 : 1.5), "\(meters), \(xruns) xruns")
 
       let reset = try Self.ctl(["loudness", "reset"], env)
       #expect(reset["ok"] as? Bool == true, "\(reset)")
