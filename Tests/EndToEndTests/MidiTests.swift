@@ -20,25 +20,27 @@ extension EndToEnd {
         name: "lmmidi", server: server.name, signal: nil, captureChannels: 0, midi: true)
       try controller.connect("lmmidi:midi_out", "lmclient:midi_in")
       let input = 0.2 / 2.squareRoot()
-      // The level as a share of the input's, retaken on PipeWire until it is `ratio` (a take a
-      // silently dropped cycle spoiled is not recognized).
-      func level(near ratio: Double) throws -> Double {
-        usleep(300_000)  // parameter smoothing
-        return try retakingOnPipeWire(
+      // `send`s a controller message, then measures the level as a share of the input's. On
+      // PipeWire, retaken (message and take) until it is `ratio`: a silently dropped cycle can
+      // spoil a take or lose the message (a controller's value is absolute, so resending is safe).
+      func level(near ratio: Double, after send: () -> Void) throws -> Double {
+        try retakingOnPipeWire(
           {
+            send()
+            usleep(300_000)  // parameter smoothing
             let start = capture.frameCount
             try capture.record(frames: 4800)
             return rms(capture.recording(channel: 1, from: start).samples[...]) / input
           }, until: { abs($0 - ratio) < 0.01 })
       }
       usleep(1_300_000)
-      controller.sendControlChange(channel: 1, cc: 7, value: 127)
-      #expect(abs(try level(near: 1) - 1) < 0.01)
-      controller.sendControlChange(channel: 1, cc: 7, value: 64)
-      let half = try level(near: 64.0 / 127)
+      let full = try level(near: 1) { controller.sendControlChange(channel: 1, cc: 7, value: 127) }
+      #expect(abs(full - 1) < 0.01, "volume at CC 127: \(full)")
+      let half = try level(near: 64.0 / 127) { controller.sendControlChange(channel: 1, cc: 7, value: 64) }
       #expect(abs(half - 64.0 / 127) < 0.01, "volume at CC 64: \(half)")
-      controller.sendControlChange(channel: 2, cc: 7, value: 0)  // another channel: not mapped
-      #expect(abs(try level(near: half) - half) < 0.01)
+      // Another channel: not mapped.
+      let same = try level(near: half) { controller.sendControlChange(channel: 2, cc: 7, value: 0) }
+      #expect(abs(same - half) < 0.01, "CC 7 on channel 2 changed the volume: \(same)")
 
       // Learn: map the next controller that moves to input.gain_db.
       let learn = Thread {
@@ -48,8 +50,10 @@ extension EndToEnd {
       usleep(500_000)
       controller.sendControlChange(channel: 3, cc: 20, value: 127)
       #expect(livemic.waitForLog("MIDI CC 20 on channel 3 now sets 'output.volume'"), "\(livemic.log)")
-      controller.sendControlChange(channel: 3, cc: 20, value: 32)
-      #expect(abs(try level(near: 32.0 / 127) - 32.0 / 127) < 0.01)
+      let learned = try level(near: 32.0 / 127) {
+        controller.sendControlChange(channel: 3, cc: 20, value: 32)
+      }
+      #expect(abs(learned - 32.0 / 127) < 0.01, "volume at learned CC 20 = 32: \(learned)")
       #expect(livemic.interrupt() == 0)
       RealtimeGuard.expectNothingCounted(counters)
       controller.close()
