@@ -35,13 +35,14 @@ public final class JackClient: @unchecked Sendable {
   /// (qjackctl) drops a name that reaches it before the port does; set again unchanged, the
   /// daemon sends it no second time. After activation the daemon has exported the ports.
   private var pendingPrettyNames: [(port: OpaquePointer, name: String)] = []
-  /// Whether the latency callback leaves setting the ranges to the supervisor. PipeWire's libjack
-  /// (0.3.65) calls it on its loop thread with the loop unlocked, and a range set there goes to
-  /// the daemon at once, unlocked, racing any call the supervisor makes at that moment: it
-  /// aborted LiveMic (an assertion in module-protocol-native.c) and lost pretty-names. Set from
-  /// any other thread, libjack queues the update onto its loop.
-  public let defersLatency: Bool
-  /// Set by the latency callback when `defersLatency`; cleared by `applyRequestedLatency()`.
+  /// Whether the libjack in use is PipeWire's. There the latency callback leaves setting the
+  /// ranges to the supervisor: PipeWire's libjack (0.3.65) calls it on its loop thread with the
+  /// loop unlocked, and a range set there goes to the daemon at once, unlocked, racing any call
+  /// the supervisor makes at that moment (it aborted LiveMic with an assertion in
+  /// module-protocol-native.c). Set from any other thread, libjack queues the update onto its
+  /// loop. Pretty-names wait for activation there too (`pendingPrettyNames`).
+  private let onPipeWire: Bool
+  /// Set by the latency callback on PipeWire; cleared by `applyRequestedLatency()`.
   private let latencyRequested = Atomic<Bool>(false)
   /// The audio thread's state, once started.
   public private(set) var state: ProcessState?
@@ -64,13 +65,8 @@ public final class JackClient: @unchecked Sendable {
     bufferFrames = Int(jack_get_buffer_size(h))
     events.sampleRate.store(UInt32(sampleRate), ordering: .relaxed)
     events.bufferFrames.store(UInt32(bufferFrames), ordering: .relaxed)
-    defersLatency = Self.isPipeWire
-  }
-
-  /// Whether the libjack in use is PipeWire's (its version string says "using PipeWire").
-  public static var isPipeWire: Bool {
-    guard let version = jack_get_version_string() else { return false }
-    return String(cString: version).contains("PipeWire")
+    // PipeWire's libjack says "3.0.0.0 (using PipeWire 0.3.65)".
+    onPipeWire = jack_get_version_string().map { String(cString: $0).contains("PipeWire") } ?? false
   }
 
   deinit { close() }
@@ -114,7 +110,7 @@ public final class JackClient: @unchecked Sendable {
       let port = jack_port_register(
         handle, short, type, UInt(flags.rawValue), 0)
     else { throw .portRegistration("\(name):\(short)") }
-    if Self.isPipeWire || !setPrettyName(port, pretty) { pendingPrettyNames.append((port, pretty)) }
+    if onPipeWire || !setPrettyName(port, pretty) { pendingPrettyNames.append((port, pretty)) }
     return port
   }
 
@@ -169,7 +165,7 @@ public final class JackClient: @unchecked Sendable {
 
   /// What libjack's latency callback does: set the ranges, or (on PipeWire) ask the supervisor to.
   private func latencyCallback(mode: jack_latency_callback_mode_t) {
-    guard defersLatency else { return updateLatency(mode: mode) }
+    guard onPipeWire else { return updateLatency(mode: mode) }
     latencyRequested.store(true, ordering: .releasing)
     events.wake.signal()
   }

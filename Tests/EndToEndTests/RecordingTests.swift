@@ -199,15 +199,9 @@ extension EndToEnd {
       #expect(dropping, "\(status)")
       #expect((status["recordings"] as? [[String: Any]])?.first?["dropped_frames"] as? Int == 0, "\(status)")
       // On PipeWire a take holding a cycle the server dropped silently is taken again.
-      let (out, direct) = try retakingOnPipeWire(
-        {
-          let start = try capture.recordWithoutXrun(frames: 24000)
-          let end = capture.frameCount
-          return (
-            capture.recording(channel: 1, from: start, to: end).samples,
-            capture.recording(channel: 0, from: start, to: end).samples
-          )
-        }, until: { $0.0 == $0.1 })
+      let take = try retakingOnPipeWire(
+        { try capture.take(frames: 24000, channels: [1, 0]) }, until: { $0[0] == $0[1] })
+      let (out, direct) = (take[0], take[1])
       #expect(out == direct, "the audio goes on unchanged while the stream drops frames")
       #expect(livemic.interrupt() == 0)
       #expect(livemic.log.contains(", 0 dropped,"), "\(livemic.log)")
@@ -298,15 +292,9 @@ extension EndToEnd {
       #expect(livemic.log.contains("error: " + error), "\(livemic.log)")
       // Audio goes on, bit for bit, after every failure.
       usleep(1_000_000)
-      let (direct, out): ([Float], [Float]) = try retakingOnPipeWire(
-        {
-          let start = try capture.recordWithoutXrun(frames: 48000)
-          let end = capture.frameCount
-          return (
-            capture.recording(channel: 0, from: start, to: end).samples,
-            capture.recording(channel: 1, from: start, to: end).samples
-          )
-        }, until: { $0.0 == $0.1 })
+      let take = try retakingOnPipeWire(
+        { try capture.take(frames: 48000, channels: [0, 1]) }, until: { $0[0] == $0[1] })
+      let (direct, out) = (take[0], take[1])
       #expect(out.count >= 48000 && out == direct, "the output is not the input after the failures")
       let status = try Self.ctl(["status"], env)
       let recordings = status["recordings"] as? [[String: Any]] ?? []

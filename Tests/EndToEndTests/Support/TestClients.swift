@@ -220,6 +220,14 @@ final class TestClient: @unchecked Sendable {
     return gaps
   }
 
+  /// Records `frames` more frames without an xrun (`recordWithoutXrun`) and returns the samples
+  /// of `channels` over that take, all read to one end frame.
+  func take(frames: Int, channels: [Int]) throws -> [[Float]] {
+    let start = try recordWithoutXrun(frames: frames)
+    let end = frameCount
+    return channels.map { recording(channel: $0, from: start, to: end).samples }
+  }
+
   /// The recorded samples of channel `c` and their frame times, from `start` to `end` (by
   /// default, what is recorded now). The client goes on recording, so channels that are compared
   /// must be read with one `end` (`frameCount` taken once), or their lengths may differ.
