@@ -32,7 +32,7 @@ public class UnitStageBase {
 /// Everything the audio thread touches lives behind pointers allocated here (the unit itself
 /// included): a stored `var` of a class would cost a dynamic exclusivity check on every
 /// sub-block, and a chain builds this class from a metatype, so it is never specialized.
-/// Thread: prepared off the audio thread; processed on it.
+/// Thread: prepared off the audio thread; processed on it. Nothing else reads the unit.
 public final class UnitStage<Unit: VoiceUnit>: UnitStageBase, ChainStage {
   public let id: String
   /// Index of this stage's first parameter in the chain's `ParameterTargets`; the stage's
@@ -107,7 +107,12 @@ public final class UnitStage<Unit: VoiceUnit>: UnitStageBase, ChainStage {
     dryRight.deallocate()
   }
 
-  public var latencyFrames: Int { unit.pointee.latencyFrames }
+  /// The unit's latency, read once in `prepare`. Thread: any.
+  ///
+  /// Never read from the unit while it runs: reading a value-type unit from another thread
+  /// copies it, and the copy's extra reference to the unit's arrays makes the audio thread's
+  /// next in-place write copy them (an allocation, and a data race).
+  public private(set) var latencyFrames = 0
 
   public func prepare(sampleRate: Double, maxFrames: Int) {
     precondition(maxFrames <= dryCapacity, "stage prepared beyond its capacity")
@@ -118,6 +123,7 @@ public final class UnitStage<Unit: VoiceUnit>: UnitStageBase, ChainStage {
     unit.pointee.prepare(
       sampleRate: sampleRate, maxFrames: maxFrames,
       parameters: ParameterValues(previous: previous, current: current))
+    latencyFrames = unit.pointee.latencyFrames
   }
 
   /// - Realtime: safe

@@ -99,18 +99,24 @@ extension EndToEnd {
       let rig = try LiveAudioTests.rig(
         ["-p", "flat", "--plugin", Self.amp, "-c", "eg-amp.gain=\(gain)"], signal: .frameCode,
         period: Self.period)
-      let (times, direct, left, right) = try Self.recordAfterRamp(rig.2)
       let coef = Self.ampCoefficient(gain)
-      var mismatches = 0
-      var generatorMismatches = 0
-      for i in 0..<direct.count {
-        let input = TestSignal.frameCode.value(atFrame: times[i], sampleRate: 48000)
-        if direct[i].bitPattern != input.bitPattern { generatorMismatches += 1 }
-        let expected = input * coef
-        if left[i].bitPattern != expected.bitPattern || right[i].bitPattern != expected.bitPattern {
-          mismatches += 1
-        }
-      }
+      // A take in which the generator's own signal is off its frame code shows the server lost
+      // a cycle (PipeWire's dummy driver reports none): it says nothing about LiveMic, so retake.
+      let (direct, mismatches, generatorMismatches) = try retaking(
+        {
+          let (times, direct, left, right) = try Self.recordAfterRamp(rig.2)
+          var mismatches = 0
+          var generatorMismatches = 0
+          for i in 0..<direct.count {
+            let input = TestSignal.frameCode.value(atFrame: times[i], sampleRate: 48000)
+            if direct[i].bitPattern != input.bitPattern { generatorMismatches += 1 }
+            let expected = input * coef
+            if left[i].bitPattern != expected.bitPattern || right[i].bitPattern != expected.bitPattern {
+              mismatches += 1
+            }
+          }
+          return (direct, mismatches, generatorMismatches)
+        }, until: { $0.2 == 0 })
       Self.measured(
         "eg-amp gain \(gain) dB: \(mismatches) of \(direct.count) samples differ from input × \(coef)")
       #expect(direct.count >= 24000)
