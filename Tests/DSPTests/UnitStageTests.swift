@@ -24,7 +24,8 @@ import Testing
     }
   }
 
-  @Test("a stage reads its unit's latency once, in prepare; later reads (the supervisor's) never touch the unit")
+  @Test(
+    "a stage reads its unit's latency once, in prepare; later reads (the supervisor's) never touch the unit")
   func latencyIsReadInPrepareOnly() {
     let stage = UnitStage<LatencyProbe>(id: "probe", firstParameter: 0, initial: [], maxFrames: 64)
     stage.prepare(sampleRate: 48000, maxFrames: 64)
