@@ -16,8 +16,10 @@ extension EndToEnd {
         #expect(probe.connections(of: port).isEmpty, "\(port) is connected")
       }
       // PipeWire delivers port metadata to other clients asynchronously: allow it a moment.
-      #expect(waitUntil(seconds: 5) { probe.prettyName(of: "lmnc:in_2") == "LiveMic input 2" })
-      #expect(waitUntil(seconds: 5) { probe.prettyName(of: "lmnc:out_1") == "LiveMic output 1 (left)" })
+      for (port, name) in [("lmnc:in_2", "LiveMic input 2"), ("lmnc:out_1", "LiveMic output 1 (left)")] {
+        let seen = probe.prettyNameOnServer(of: port, expected: name, server: server.name)
+        #expect(seen == name, "\(port) is named \(seen ?? "nothing")")
+      }
       #expect(livemic.interrupt() == 0)
       probe.close()
       server.stop()

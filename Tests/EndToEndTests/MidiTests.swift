@@ -20,11 +20,12 @@ extension EndToEnd {
         name: "lmmidi", server: server.name, signal: nil, captureChannels: 0, midi: true)
       try controller.connect("lmmidi:midi_out", "lmclient:midi_in")
       let input = 0.2 / 2.squareRoot()
-      // `send`s a controller message, then measures the level as a share of the input's. On
-      // PipeWire, retaken (message and take) until it is `ratio`: a silently dropped cycle can
-      // spoil a take or lose the message (a controller's value is absolute, so resending is safe).
+      // `send`s a controller message, then measures the level as a share of the input's. Retaken
+      // (message and take) until it is `ratio`: a cycle the server drops (silently on PipeWire,
+      // and seen once on jackd) can spoil a take or lose the message itself. A controller's
+      // value is absolute, so resending is safe, and a wrong mapping fails every take.
       func level(near ratio: Double, after send: () -> Void) throws -> Double {
-        try retakingOnPipeWire(
+        try retaking(
           {
             send()
             usleep(300_000)  // parameter smoothing

@@ -43,7 +43,9 @@ extension EndToEnd {
         voice: .sine(frequencyHz: 300, amplitude: 0), music: .sine(frequencyHz: 1000, amplitude: 0.5))
       // PipeWire delivers port metadata to other clients asynchronously: allow it a moment.
       #expect(
-        waitUntil(seconds: 5) { capture.prettyName(of: "lmclient:music_1") == "LiveMic music 1 (left)" })
+        capture.prettyNameOnServer(
+          of: "lmclient:music_1", expected: "LiveMic music 1 (left)", server: server.name)
+          == "LiveMic music 1 (left)")
       #expect(capture.connections(of: "lmclient:music_2") == ["lmmusic:out"])
       usleep(1_300_000)  // the start ramp applies to the music too
       let volume = powf(10, Float(-6) / 20)
@@ -181,7 +183,9 @@ extension EndToEnd {
         monitor: true)
       // PipeWire delivers port metadata to other clients asynchronously: allow it a moment.
       #expect(
-        waitUntil(seconds: 5) { capture.prettyName(of: "lmclient:monitor_1") == "LiveMic monitor 1 (left)" })
+        capture.prettyNameOnServer(
+          of: "lmclient:monitor_1", expected: "LiveMic monitor 1 (left)", server: server.name)
+          == "LiveMic monitor 1 (left)")
       usleep(1_300_000)
       let db = { (g: Double) in 20 * log10(g) }
       let expected = (mainMusic: -20.0, mainVoice: 0.0, monitorMusic: 0.0, monitorVoice: -6.0)

@@ -22,7 +22,15 @@ extension EndToEnd {
         return rms(capture.recording(channel: 1, from: start).samples[...])
       }
       let input = 0.2 / 2.squareRoot()
-      #expect(try level(after: 1_300_000) == 0, "--start-muted: silent from the start")
+      usleep(1_300_000)
+      let silentStart = capture.frameCount
+      try capture.record(frames: 4800)
+      let silent = capture.recording(channel: 1, from: silentStart)
+      let loud = silent.samples.firstIndex { $0 != 0 }
+      #expect(
+        loud == nil,
+        "--start-muted: sample \(loud ?? 0) of \(silent.samples.count) is \(loud.map { silent.samples[$0] } ?? 0) (frame time \(loud.map { silent.times[$0] } ?? 0), window from \(silent.times.first ?? 0)), gaps \(capture.frameTimeGaps), xruns \(capture.xruns.load(ordering: .relaxed))"
+      )
       #expect(try ctl(["unmute"]).status == 0)
       let near = { (db: Double) in { (level: Double) in abs(20 * log10(level / input) - db) < 0.05 } }
       let chain = try retakingOnPipeWire({ try level(after: 1_300_000) }, until: near(-12))

@@ -188,6 +188,20 @@ final class TestClient: @unchecked Sendable {
     return String(cString: value)
   }
 
+  /// The pretty-name of `port` once it is `expected` (within `seconds`), else what a client
+  /// opened now sees on PipeWire (else what this one sees). PipeWire's libjack (0.3.65) keeps
+  /// one metadata cache per process, and a change can reach a client before the port does and be
+  /// dropped; a new client's bind receives everything the server holds, so that second look
+  /// tells whether LiveMic set the name on the server.
+  func prettyNameOnServer(of port: String, expected: String, server: String, seconds: Double = 5) -> String? {
+    if waitUntil(seconds: seconds, { prettyName(of: port) == expected }) { return expected }
+    guard TestBackend.isPipeWire,
+      let fresh = try? TestClient(name: "lmfresh", server: server, signal: nil, captureChannels: 0)
+    else { return prettyName(of: port) }
+    defer { fresh.close() }
+    return fresh.prettyName(of: port)
+  }
+
   func portExists(_ port: String) -> Bool { jack_port_by_name(handle, port) != nil }
 
   /// Latency range of any port on the server.
