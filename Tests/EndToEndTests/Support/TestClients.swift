@@ -189,10 +189,10 @@ final class TestClient: @unchecked Sendable {
   }
 
   /// The pretty-name of `port` once it is `expected` (within `seconds`), else what a client
-  /// opened now sees on PipeWire (else what this one sees). PipeWire's libjack (0.3.65) keeps
-  /// one metadata cache per process, and a change can reach a client before the port does and be
-  /// dropped; a new client's bind receives everything the server holds, so that second look
-  /// tells whether LiveMic set the name on the server.
+  /// opened now sees on PipeWire (else what this one sees). A running client of PipeWire's
+  /// libjack (0.3.65) has been seen to lack a name the daemon held (`pw-metadata`); a new
+  /// client's bind receives everything the server holds, so that second look tells whether
+  /// LiveMic set the name on the server.
   func prettyNameOnServer(of port: String, expected: String, server: String, seconds: Double = 5) -> String? {
     if waitUntil(seconds: seconds, { prettyName(of: port) == expected }) { return expected }
     guard TestBackend.isPipeWire,
