@@ -107,6 +107,39 @@ extension EndToEnd {
     }
 
     /// The workplace's independent checker must agree (skipped where it is not installed).
+    /// The guard itself, checked against a client known to allocate: a zero elsewhere means
+    /// something only if the guard sees an allocation where there is one.
+    @Test("positive control: the guard counts a C client's one allocation and records its stack")
+    func guardCatchesAnAllocation() throws {
+      let folder = Paths.temporaryFolder("leaky")
+      defer { try? FileManager.default.removeItem(at: folder) }
+      let binary = folder.appendingPathComponent("leaky-client")
+      let cc = Process()
+      cc.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+      cc.arguments = ["cc", "-O1", "-rdynamic", "-o", binary.path, Paths.leakyClientSource.path, "-ljack"]
+      try cc.run()
+      cc.waitUntilExit()
+      try #require(cc.terminationStatus == 0, "cc failed to build the leaky client")
+      let server = try JackServer()
+      defer { server.stop() }
+      let output = folder.appendingPathComponent("rt.txt")
+      let client = Process()
+      client.executableURL = binary
+      client.arguments = [server.name, "2"]
+      var env = Paths.childEnvironment()
+      env["LD_PRELOAD"] = try RealtimeGuard.library().path
+      env["RTGUARD_OUT"] = output.path
+      client.environment = env
+      try client.run()
+      client.waitUntilExit()
+      let c = RealtimeGuard.counters(output)
+      #expect(Int(c["cycles"] ?? "0") ?? 0 >= 500, "\(c)")
+      #expect(c["malloc"] == "1" && c["free"] == "1" && c["first"] == "malloc", "\(c)")
+      for key in ["lock", "wait", "io", "sleep"] { #expect(c[key] == "0", "\(key): \(c)") }
+      let stack = RealtimeGuard.stack(output)
+      #expect(stack.contains("leaky_allocation"), "\(stack)")
+    }
+
     @Test(
       "the independent rtcheck agrees",
       .enabled(if: FileManager.default.isExecutableFile(atPath: Paths.rtcheck.path)))

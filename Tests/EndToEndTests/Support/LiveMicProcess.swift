@@ -125,9 +125,45 @@ enum RealtimeGuard {
     for key in forbidden {
       #expect(
         c[key] == "0",
-        "\(label): \(key)=\(c[key] ?? "?") after \(c["cycles"] ?? "?") cycles (first: \(c["first"] ?? "?"))",
+        "\(label): \(key)=\(c[key] ?? "?") after \(c["cycles"] ?? "?") cycles (first: \(c["first"] ?? "?"))\(stack(file))",
         sourceLocation: sourceLocation)
     }
+  }
+
+  /// The guard's record of the first counted call's stack (`FILE.backtrace`, one
+  /// `module +offset symbol` line per frame), with `livemic`'s own frames resolved to source
+  /// lines by `llvm-symbolizer` where it is installed; empty when there is none (or for rtcheck).
+  static func stack(_ file: URL) -> String {
+    guard let text = try? String(contentsOfFile: file.path + ".backtrace", encoding: .utf8) else { return "" }
+    let lines = text.split(separator: "\n").map { line -> String in
+      let parts = line.split(separator: " ")
+      guard parts.count >= 2, parts[0].hasSuffix("/livemic"), parts[1].hasPrefix("+") else {
+        return String(line)
+      }
+      let resolved = try? runTool(
+        "llvm-symbolizer", ["--obj=\(parts[0])", "--inlining", "--no-demangle", String(parts[1].dropFirst())])
+      // Pairs of lines per (inlined) frame: the function, then its file:line.
+      let out = (resolved ?? "").split(separator: "\n").map(String.init)
+      let places = stride(from: 0, to: out.count - 1, by: 2).map {
+        out[$0 + 1].hasPrefix("/<compiler-generated>") ? out[$0] : out[$0 + 1]
+      }
+      return places.isEmpty ? String(line) : "\(line)  " + places.joined(separator: " < ")
+    }
+    return "\nfirst call's stack:\n" + lines.joined(separator: "\n")
+  }
+
+  /// Runs a tool found on PATH and returns its standard output; nil when it cannot run or fails.
+  private static func runTool(_ name: String, _ arguments: [String]) throws -> String? {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = [name] + arguments
+    let out = Pipe()
+    process.standardOutput = out
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    let data = out.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return process.terminationStatus == 0 ? String(decoding: data, as: UTF8.self) : nil
   }
 
   /// Parses a counters line: `cycles=2133 malloc=0 … us_max=74.8`.

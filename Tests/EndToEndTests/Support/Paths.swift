@@ -32,6 +32,8 @@ enum Paths {
   }
 
   static var rtguardSource: URL { root.appendingPathComponent("Tests/Support/rtguard/rtguard.c") }
+  /// The guard's positive control: a C client whose callback allocates once.
+  static var leakyClientSource: URL { root.appendingPathComponent("Tests/Support/rtguard/leaky-client.c") }
 
   /// The workplace's independent real-time checker, when present beside the repository.
   static var rtcheck: URL { root.appendingPathComponent("../shared/tools/rtcheck/rtcheck").standardized }

@@ -19,6 +19,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <execinfo.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <malloc.h>
@@ -79,6 +80,27 @@ static unsigned long long max_ns;
 /* Count one call.  Calls the forwarded function makes itself through
  * interposable symbols (fopen -> malloc, fclose -> free) are counted too:
  * they happen on the audio thread just the same. */
+/* The call stack of the first counted call, taken on the audio thread (with
+ * counting paused) and written by the report writer to $RTGUARD_OUT.backtrace
+ * as "module +offset symbol" lines, for llvm-symbolizer or addr2line. */
+#define BT_MAX 48
+static void *bt_frames[BT_MAX];
+static int bt_count;
+static int bt_taken;             /* 0, then 1 once a thread claimed the capture */
+static int bt_ready;             /* 1 once bt_frames/bt_count are written */
+
+static void rtg_capture_backtrace(void)
+{
+    int expected = 0;
+    if (!__atomic_compare_exchange_n(&bt_taken, &expected, 1, 0,
+                                     __ATOMIC_ACQ_REL, RELAXED))
+        return;
+    in_cb = 0;                   /* the unwinder's own calls are not the callback's */
+    bt_count = backtrace(bt_frames, BT_MAX);
+    in_cb = 1;
+    __atomic_store_n(&bt_ready, 1, __ATOMIC_RELEASE);
+}
+
 static inline int rtg_enter(int cat, const char *name)
 {
     if (LIKELY(in_cb != 1))
@@ -89,6 +111,8 @@ static inline int rtg_enter(int cat, const char *name)
         __atomic_compare_exchange_n(&first_name, &expected, name, 0,
                                     RELAXED, RELAXED);
     }
+    if (UNLIKELY(__atomic_load_n(&bt_taken, RELAXED) == 0))
+        rtg_capture_backtrace();
     return 1;
 }
 
@@ -767,12 +791,41 @@ static void format_report(char *buf, size_t len)
              (double)mx / 1000.0);
 }
 
+/* Writes the captured stack once (writer side; report_lock held). */
+static void write_backtrace(void)
+{
+    static int written;
+    if (written || !__atomic_load_n(&bt_ready, __ATOMIC_ACQUIRE))
+        return;
+    written = 1;
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s.backtrace", out_path);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return;
+    for (int i = 0; i < bt_count; i++) {
+        char line[PATH_MAX + 128];
+        Dl_info info;
+        int len;
+        if (dladdr(bt_frames[i], &info) && info.dli_fname)
+            len = snprintf(line, sizeof line, "%s +0x%lx %s\n", info.dli_fname,
+                           (unsigned long)((char *)bt_frames[i] - (char *)info.dli_fbase),
+                           info.dli_sname ? info.dli_sname : "?");
+        else
+            len = snprintf(line, sizeof line, "%p\n", bt_frames[i]);
+        if (len > 0 && write(fd, line, (size_t)len) < 0)
+            break;
+    }
+    close(fd);
+}
+
 static void write_report(int final)
 {
     static char line[512];
     if (!have_out)
         return;
     pthread_mutex_lock(&report_lock);
+    write_backtrace();
     if (final_written) {
         pthread_mutex_unlock(&report_lock);
         return;
@@ -835,6 +888,10 @@ static void start_writer(void)
     strcpy(out_path, out);
     snprintf(tmp_path, sizeof tmp_path, "%s.tmp", out_path);
     have_out = 1;
+    /* The unwinder loads libgcc_s on its first use: pay that here, not on
+     * the audio thread. */
+    void *prime[2];
+    (void)backtrace(prime, 2);
 
     /* Block every signal in the writer so it never takes one meant for the
      * application (the new thread inherits the mask). */
