@@ -114,12 +114,9 @@ extension EndToEnd {
       let folder = Paths.temporaryFolder("leaky")
       defer { try? FileManager.default.removeItem(at: folder) }
       let binary = folder.appendingPathComponent("leaky-client")
-      let cc = Process()
-      cc.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-      cc.arguments = ["cc", "-O1", "-rdynamic", "-o", binary.path, Paths.leakyClientSource.path, "-ljack"]
-      try cc.run()
-      cc.waitUntilExit()
-      try #require(cc.terminationStatus == 0, "cc failed to build the leaky client")
+      let built = try runTool(
+        "cc", ["-O1", "-rdynamic", "-o", binary.path, Paths.leakyClientSource.path, "-ljack"])
+      try #require(built != nil, "cc failed to build the leaky client")
       let server = try JackServer()
       defer { server.stop() }
       let output = folder.appendingPathComponent("rt.txt")

@@ -91,23 +91,32 @@ func runLiveMic(_ arguments: [String], environment extra: [String: String] = [:]
   )
 }
 
+/// Runs a tool found on PATH and returns its standard output (its errors go to the test's
+/// output); nil when it is missing or fails.
+func runTool(_ name: String, _ arguments: [String]) throws -> String? {
+  let process = Process()
+  process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+  process.arguments = [name] + arguments
+  let out = Pipe()
+  process.standardOutput = out
+  try process.run()
+  let data = out.fileHandleForReading.readDataToEndOfFile()
+  process.waitUntilExit()
+  return process.terminationStatus == 0 ? String(decoding: data, as: UTF8.self) : nil
+}
+
 /// The project's real-time guard (Tests/Support/rtguard), compiled once per test run.
 enum RealtimeGuard {
   private static let built: Result<URL, HarnessError> = {
     let folder = Paths.temporaryFolder("rtguard")
     let output = folder.appendingPathComponent("librtguard.so")
-    let cc = Process()
-    cc.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    cc.arguments = [
-      "cc", "-O2", "-Wall", "-Wextra", "-shared", "-fPIC", "-o", output.path, Paths.rtguardSource.path,
-      "-ldl", "-lpthread",
+    let arguments = [
+      "-O2", "-Wall", "-Wextra", "-shared", "-fPIC", "-o", output.path, Paths.rtguardSource.path, "-ldl",
+      "-lpthread",
     ]
-    do { try cc.run() } catch {
-      return .failure(HarnessError("cannot run cc to build the real-time guard: \(error)"))
-    }
-    cc.waitUntilExit()
-    guard cc.terminationStatus == 0 else {
-      return .failure(HarnessError("cc failed to build the real-time guard"))
+    guard (try? runTool("cc", arguments)) != nil else {
+      return .failure(
+        HarnessError("cc failed to build the real-time guard (scripts/setup --test installs cc)"))
     }
     return .success(output)
   }()
@@ -150,20 +159,6 @@ enum RealtimeGuard {
       return places.isEmpty ? String(line) : "\(line)  " + places.joined(separator: " < ")
     }
     return "\nfirst call's stack:\n" + lines.joined(separator: "\n")
-  }
-
-  /// Runs a tool found on PATH and returns its standard output; nil when it cannot run or fails.
-  private static func runTool(_ name: String, _ arguments: [String]) throws -> String? {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = [name] + arguments
-    let out = Pipe()
-    process.standardOutput = out
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    let data = out.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return process.terminationStatus == 0 ? String(decoding: data, as: UTF8.self) : nil
   }
 
   /// Parses a counters line: `cycles=2133 malloc=0 … us_max=74.8`.
