@@ -35,6 +35,11 @@ let package = Package(
     .executableTarget(name: "livemic", dependencies: ["LiveMicControl"]),
 
     .testTarget(name: "DSPTests", dependencies: ["DSP"]),
+    // The engine offline: `ProcessState` driven with fake port buffers, no server; the rings and
+    // the chain slot's handshake under two-thread stress.
+    .testTarget(name: "LiveMicEngineTests", dependencies: ["LiveMicEngine", "DSP", "CJack"]),
+    // The LV2 host's rings (worker requests and responses, the log queue) under stress.
+    .testTarget(name: "LV2HostTests", dependencies: ["LV2Host", "CLV2Support", "CJack"]),
     .testTarget(name: "LiveMicControlTests", dependencies: ["LiveMicControl", "LV2Host", "DSP", "CEbur128", "CSndfile"]),
     .testTarget(name: "EndToEndTests", dependencies: ["CJack", "CSndfile"]),
   ],
