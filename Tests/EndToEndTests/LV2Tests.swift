@@ -22,23 +22,23 @@ extension EndToEnd {
     static func ampCoefficient(_ gain: Float) -> Float { gain > -90 ? powf(10, gain * 0.05) : 0 }
 
     /// Waits out the 1 s start ramp, then records `frames` frames of the generator (`direct`)
-    /// and of LiveMic's two outputs, all of the same frames. A window during which the server
-    /// reported an xrun (jackd runs without real-time scheduling here, on a shared machine) is
-    /// recorded again, up to three times: what a late client's buffers hold then is not LiveMic's.
-    static func recordAfterRamp(_ capture: TestClient, frames: Int = 24000) throws
-      -> (times: [UInt32], direct: [Float], left: [Float], right: [Float])
-    {
+    /// and of LiveMic's two outputs, all of the same frames. A window the server spoilt (a gap
+    /// in the frame times, an xrun, the generator's own signal off, a cycle LiveMic missed) is
+    /// recorded again (`retaking`): what a late client's buffers hold then is not LiveMic's.
+    static func recordAfterRamp(
+      _ rig: (JackServer, TestClient, TestClient, LiveMicProcess), frames: Int = 24000
+    ) throws -> (times: [UInt32], direct: [Float], left: [Float], right: [Float]) {
       usleep(1_300_000)
-      var start = 0
-      for attempt in 1...3 {
-        let xruns = capture.xruns.load(ordering: .relaxed)
-        start = capture.frameCount
+      let capture = rig.2
+      let witness = Witness(
+        capture: capture, generators: rig.1.signal.map { [(0, $0)] } ?? [],
+        missedCycles: { Witness.missedCycles(client: "lmclient", environment: [:]) })
+      let (start, end) = try retaking("a window of \(frames) frames after the ramp") {
+        let mark = witness.mark()
         try capture.record(frames: frames)
-        usleep(20_000)  // an xrun is reported after the cycle it spoilt
-        if capture.xruns.load(ordering: .relaxed) == xruns { break }
-        measured("xrun while recording (attempt \(attempt) of 3)")
+        let end = capture.frameCount
+        return Take((mark.frame, end), spoilt: witness.evidence(since: mark, to: end))
       }
-      let end = capture.frameCount
       let direct = capture.recording(channel: 0, from: start, to: end)
       return (
         direct.times, direct.samples, capture.recording(channel: 1, from: start, to: end).samples,
@@ -100,23 +100,19 @@ extension EndToEnd {
         ["-p", "flat", "--plugin", Self.amp, "-c", "eg-amp.gain=\(gain)"], signal: .frameCode,
         period: Self.period)
       let coef = Self.ampCoefficient(gain)
-      // A take in which the generator's own signal is off its frame code shows the server lost
-      // a cycle (PipeWire's dummy driver reports none): it says nothing about LiveMic, so retake.
-      let (direct, mismatches, generatorMismatches) = try retaking(
-        {
-          let (times, direct, left, right) = try Self.recordAfterRamp(rig.2)
-          var mismatches = 0
-          var generatorMismatches = 0
-          for i in 0..<direct.count {
-            let input = TestSignal.frameCode.value(atFrame: times[i], sampleRate: 48000)
-            if direct[i].bitPattern != input.bitPattern { generatorMismatches += 1 }
-            let expected = input * coef
-            if left[i].bitPattern != expected.bitPattern || right[i].bitPattern != expected.bitPattern {
-              mismatches += 1
-            }
-          }
-          return (direct, mismatches, generatorMismatches)
-        }, until: { $0.2 == 0 })
+      // `recordAfterRamp` retakes a window the server spoilt (the generator's own signal off its
+      // frame code among the evidence), so what is left is LiveMic's.
+      let (times, direct, left, right) = try Self.recordAfterRamp(rig)
+      var mismatches = 0
+      var generatorMismatches = 0
+      for i in 0..<direct.count {
+        let input = TestSignal.frameCode.value(atFrame: times[i], sampleRate: 48000)
+        if direct[i].bitPattern != input.bitPattern { generatorMismatches += 1 }
+        let expected = input * coef
+        if left[i].bitPattern != expected.bitPattern || right[i].bitPattern != expected.bitPattern {
+          mismatches += 1
+        }
+      }
       Self.measured(
         "eg-amp gain \(gain) dB: \(mismatches) of \(direct.count) samples differ from input × \(coef)")
       #expect(direct.count >= 24000)
@@ -140,7 +136,7 @@ extension EndToEnd {
       defer { try? FileManager.default.removeItem(at: preset.deletingLastPathComponent()) }
       let rig = try LiveAudioTests.rig(
         ["-p", preset.path], signal: .sine(frequencyHz: 1000, amplitude: 0.9), period: Self.period)
-      let (_, direct, left, right) = try Self.recordAfterRamp(rig.2, frames: 48000)
+      let (_, direct, left, right) = try Self.recordAfterRamp(rig, frames: 48000)
       let ceiling = powf(10, threshold / 20)
       let inputPeak = direct.map(abs).max() ?? 0
       let peak = max(left.map(abs).max() ?? 0, right.map(abs).max() ?? 0)
@@ -169,11 +165,11 @@ extension EndToEnd {
       let rig = try LiveAudioTests.rig(["-p", preset.path], signal: .frameCode, period: Self.period)
       // "No-OP Mono" is a delta impulse: once the worker has swapped the convolver in, the
       // output is the input, delayed by the convolver's buffering.
-      let (left, right, delay) = try retakingOnPipeWire(
-        {
-          let (times, _, left, right) = try Self.recordAfterRamp(rig.2, frames: 9600)
-          return (left, right, Self.delay(of: left, times: times, maxLag: 4096, tolerance: 1e-5))
-        }, until: { ($0.2?.1 ?? 0) > 0.99 })
+      // The worker swaps the IR in asynchronously; the supervisor logs the latency it then
+      // reports. Measured after that, on a window the server did not spoil.
+      _ = rig.3.waitForLog("chain latency is now", seconds: 5)
+      let (times, _, left, right) = try Self.recordAfterRamp(rig, frames: 9600)
+      let delay = Self.delay(of: left, times: times, maxLag: 4096, tolerance: 1e-5)
       Self.measured(
         "zeroconvolv No-OP Mono: output = input delayed by \(String(describing: delay)) (frames, share)")
       let (lag, share) = try #require(delay, "the output is not the input at any lag up to 4096 frames")
@@ -200,7 +196,7 @@ extension EndToEnd {
         ["-p", "flat", "--plugin", Self.convo], signal: .sine(frequencyHz: 440, amplitude: 0.5),
         period: Self.period)
       let cyclesBefore = rig.2.cycles.load(ordering: .relaxed)
-      let (_, direct, left, right) = try Self.recordAfterRamp(rig.2, frames: 9600)
+      let (_, direct, left, right) = try Self.recordAfterRamp(rig, frames: 9600)
       let cycles = rig.2.cycles.load(ordering: .relaxed) - cyclesBefore
       Self.measured("convoLV2 without IR: input rms \(rms(direct[...])), output rms \(rms(left[...]))")
       #expect(!rig.3.log.contains("left out"), "\(rig.3.log)")
@@ -217,7 +213,7 @@ extension EndToEnd {
       let rig = try LiveAudioTests.rig(
         ["-p", "flat", "--plugin", Self.fil4], signal: .sine(frequencyHz: 1000, amplitude: 0.3),
         period: Self.period)
-      let (_, direct, left, right) = try Self.recordAfterRamp(rig.2, frames: 24000)
+      let (_, direct, left, right) = try Self.recordAfterRamp(rig, frames: 24000)
       let gainL = 20 * log10(rms(left[...]) / rms(direct[...]))
       let gainR = 20 * log10(rms(right[...]) / rms(direct[...]))
       Self.measured("fil4 at default settings, 1 kHz: \(gainL) dB left, \(gainR) dB right")
@@ -248,7 +244,7 @@ extension EndToEnd {
       let outputPlayback = rig.2.latency(of: "lmclient:out_1", capture: false)
       // The signal itself: dpl below its threshold passes frame-code unchanged, late by its
       // look-ahead.
-      let (times, _, left, _) = try Self.recordAfterRamp(rig.2, frames: 9600)
+      let (times, _, left, _) = try Self.recordAfterRamp(rig, frames: 9600)
       let atLatency = Self.share(left, times: times, lag: chain, tolerance: 0)
       let nextTo = max(
         Self.share(left, times: times, lag: chain - 1, tolerance: 0),
@@ -287,7 +283,7 @@ extension EndToEnd {
         log.contains(
           "livemic: error: plugin stage 'needs-unsupported' is left out: LiveMic cannot host '\(uri)': "
             + "it requires the feature \(feature), which LiveMic does not provide\n"), "\(log)")
-      let (_, direct, left, right) = try Self.recordAfterRamp(rig.2, frames: 9600)
+      let (_, direct, left, right) = try Self.recordAfterRamp(rig, frames: 9600)
       let coef = Self.ampCoefficient(-6)
       let wrong = (0..<direct.count).filter {
         left[$0] != direct[$0] * coef || right[$0] != direct[$0] * coef

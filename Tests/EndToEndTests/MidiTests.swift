@@ -21,18 +21,19 @@ extension EndToEnd {
       try controller.connect("lmmidi:midi_out", "lmclient:midi_in")
       let input = 0.2 / 2.squareRoot()
       // `send`s a controller message, then measures the level as a share of the input's. Retaken
-      // (message and take) until it is `ratio`: a cycle the server drops (silently on PipeWire,
-      // and seen once on jackd) can spoil a take or lose the message itself. A controller's
-      // value is absolute, so resending is safe, and a wrong mapping fails every take.
+      // (message and take) when the server spoilt the stretch from the send to the end of the
+      // take (a gap, an xrun, the generator off, a cycle LiveMic missed): a dropped cycle can
+      // lose the message itself. A controller's value is absolute, so resending is safe.
+      let witness = Witness.rig(
+        capture, signal: .sine(frequencyHz: 500, amplitude: 0.2), client: "lmclient", environment: env)
       func level(near ratio: Double, after send: () -> Void) throws -> Double {
-        try retaking(
-          {
-            send()
-            usleep(300_000)  // parameter smoothing
-            let start = capture.frameCount
-            try capture.record(frames: 4800)
-            return rms(capture.recording(channel: 1, from: start).samples[...]) / input
-          }, until: { abs($0 - ratio) < 0.01 })
+        try retaking("the level after a controller message (near \(ratio))") {
+          let mark = witness.mark()
+          send()
+          // Parameter smoothing.
+          let take = try witness.take(frames: 4800, channels: [1], settleMicroseconds: 300_000, since: mark)
+          return Take(rms(take.value[0][...]) / input, spoilt: take.spoilt)
+        }
       }
       usleep(1_300_000)
       let full = try level(near: 1) { controller.sendControlChange(channel: 1, cc: 7, value: 127) }

@@ -35,6 +35,16 @@ extension EndToEnd {
       return (server, [voiceGenerator, musicGenerator], capture, livemic)
     }
 
+    /// The rig's witness: the music generator on channel 0 (and the voice on channel 3 with a
+    /// monitor), LiveMic's missed cycles.
+    static func witness(_ capture: TestClient, voice: TestSignal, music: TestSignal, monitor: Bool = false)
+      -> Witness
+    {
+      Witness(
+        capture: capture, generators: [(0, music)] + (monitor ? [(3, voice)] : []),
+        missedCycles: { Witness.missedCycles(client: "lmclient", environment: [:]) })
+    }
+
     @Test("the music bypasses the voice chain: out = music × its volume, bit for bit")
     func musicBypassesChain() throws {
       // The voice chain has -12 dB of input gain and a silent voice: the music must not see it.
@@ -49,20 +59,19 @@ extension EndToEnd {
       #expect(capture.connections(of: "lmclient:music_2") == ["lmmusic:out"])
       usleep(1_300_000)  // the start ramp applies to the music too
       let volume = powf(10, Float(-6) / 20)
-      // On PipeWire a take holding a cycle the server dropped silently is taken again.
-      let (music, mismatches) = try retakingOnPipeWire(
-        {
-          let start = try capture.recordWithoutXrun(frames: 24000)
-          let end = capture.frameCount
-          let music = capture.recording(channel: 0, from: start, to: end).samples
-          let left = capture.recording(channel: 1, from: start, to: end).samples
-          let right = capture.recording(channel: 2, from: start, to: end).samples
-          var mismatches = 0
-          for i in 0..<music.count where left[i] != music[i] * volume || right[i] != music[i] * volume {
-            mismatches += 1
-          }
-          return (music, mismatches)
-        }, until: { $0.1 == 0 })
+      // A take the server spoilt (a gap, an xrun, a generator off, a cycle LiveMic missed) is
+      // taken again.
+      let witness = Self.witness(
+        capture, voice: .sine(frequencyHz: 300, amplitude: 0), music: .sine(frequencyHz: 1000, amplitude: 0.5)
+      )
+      let take = try retaking("the music through LiveMic") {
+        try witness.take(frames: 24000, channels: [0, 1, 2])
+      }
+      let (music, left, right) = (take[0], take[1], take[2])
+      var mismatches = 0
+      for i in 0..<music.count where left[i] != music[i] * volume || right[i] != music[i] * volume {
+        mismatches += 1
+      }
       #expect(music.count >= 24000)
       #expect(rms(music[...]) > 0.3)
       #expect(mismatches == 0, "\(mismatches) of \(music.count) samples are not music × 10^(-6/20)")
@@ -105,39 +114,35 @@ extension EndToEnd {
       let voiceOut = generators[0].portName("out")
       /// One take: the windows, and where the voice went off and came back (three windows in a
       /// row, so one spoilt window is not taken for the voice).
-      func take() throws -> (w: [(gain: Double, voice: Double)], off: Int, on: Int)? {
-        var start = 0
-        for _ in 1...3 {
-          let before = capture.xruns.load(ordering: .relaxed)
-          start = capture.frameCount
-          // Voice off after 0.6 s, back on after 1.6 s.
-          DispatchQueue.global().asyncAfter(deadline: .now() + 0.6) {
-            capture.disconnect(voiceOut, "lmclient:in_1")
-          }
-          DispatchQueue.global().asyncAfter(deadline: .now() + 1.6) {
-            try? capture.connect(voiceOut, "lmclient:in_1")
-          }
-          try capture.record(frames: 48000 * 26 / 10)
-          usleep(20_000)
-          if capture.xruns.load(ordering: .relaxed) == before { break }
+      let witness = Self.witness(
+        capture, voice: .sine(frequencyHz: 300, amplitude: 0.25),
+        music: .sine(frequencyHz: 1000, amplitude: 0.5))
+      func take() throws -> Take<(w: [(gain: Double, voice: Double)], off: Int, on: Int)?> {
+        let mark = witness.mark()
+        // Voice off after 0.6 s, back on after 1.6 s.
+        DispatchQueue.global().asyncAfter(deadline: .now() + 0.6) {
+          capture.disconnect(voiceOut, "lmclient:in_1")
         }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 1.6) {
+          try? capture.connect(voiceOut, "lmclient:in_1")
+        }
+        try capture.record(frames: 48000 * 26 / 10)
         let end = capture.frameCount
+        let spoilt = witness.evidence(since: mark, to: end)
         let w = Self.windows(
-          music: capture.recording(channel: 0, from: start, to: end).samples,
-          output: capture.recording(channel: 1, from: start, to: end).samples)
+          music: capture.recording(channel: 0, from: mark.frame, to: end).samples,
+          output: capture.recording(channel: 1, from: mark.frame, to: end).samples)
         // The voice's residual is about 0.18; the music's own gain ramp leaves about 0.002.
         func run(from i: Int, _ test: (Double) -> Bool) -> Int? {
           (i..<max(i, w.count - 2)).first { j in (j..<j + 3).allSatisfy { test(w[$0].voice) } }
         }
         guard let off = run(from: 0, { $0 < 0.01 }), let on = run(from: off, { $0 > 0.01 }) else {
-          return nil
+          return Take(nil, spoilt: spoilt)
         }
-        return (w, off, on)
+        return Take((w, off, on), spoilt: spoilt)
       }
-      // A window spoilt by a cycle PipeWire dropped (it reports no xrun) reads as voice: on
-      // PipeWire, a take whose voice was not off for about the 1 s asked for is taken again.
-      let result = try retakingOnPipeWire(
-        take, until: { $0.map { (80...120).contains($0.on - $0.off) } ?? false })
+      // A take the server spoilt (a cycle dropped reads as voice) is taken again.
+      let result = try retaking("the ducking take", take)
       guard let (w, off, on) = result else {
         Issue.record("the voice never went off and on again")
         return
@@ -188,28 +193,22 @@ extension EndToEnd {
           == "LiveMic monitor 1 (left)")
       usleep(1_300_000)
       let db = { (g: Double) in 20 * log10(g) }
-      let expected = (mainMusic: -20.0, mainVoice: 0.0, monitorMusic: 0.0, monitorVoice: -6.0)
-      func close(_ f: (mainMusic: Double, mainVoice: Double, monitorMusic: Double, monitorVoice: Double))
-        -> Bool
-      {
-        abs(f.mainMusic - expected.mainMusic) < 0.01 && abs(f.mainVoice - expected.mainVoice) < 0.01
-          && abs(f.monitorMusic - expected.monitorMusic) < 0.01
-          && abs(f.monitorVoice - expected.monitorVoice) < 0.01
-      }
-      // A take with a cycle PipeWire dropped silently is off by a few hundredths of a dB there:
-      // it is taken again.
-      let figures = try retakingOnPipeWire(
-        {
-          let start = try capture.recordWithoutXrun(frames: 24000)
-          // 24,000 frames: 150 periods of the voice, 500 of the music (orthogonal).
-          let take = { (c: Int) in Array(capture.recording(channel: c, from: start).samples.prefix(24000)) }
-          let (music, out, voice, monitor) = (take(0), take(1), take(3), take(4))
-          return (
+      // A take the server spoilt is taken again.
+      let witness = Self.witness(
+        capture, voice: .sine(frequencyHz: 300, amplitude: 0.25),
+        music: .sine(frequencyHz: 1000, amplitude: 0.5),
+        monitor: true)
+      let figures = try retaking("the monitor and main levels") {
+        // 24,000 frames: 150 periods of the voice, 500 of the music (orthogonal).
+        let take = try witness.take(frames: 24000, channels: [0, 1, 3, 4])
+        let (music, out, voice, monitor) = (take.value[0], take.value[1], take.value[2], take.value[3])
+        return Take(
+          (
             mainMusic: db(Self.gain(of: music, in: out)), mainVoice: db(Self.gain(of: voice, in: out)),
             monitorMusic: db(Self.gain(of: music, in: monitor)),
             monitorVoice: db(Self.gain(of: voice, in: monitor))
-          )
-        }, until: close)
+          ), spoilt: take.spoilt)
+      }
       print("monitor: \(figures)")
       #expect(abs(figures.mainMusic + 20) < 0.01, "\(figures)")
       #expect(abs(figures.mainVoice) < 0.01, "\(figures)")
@@ -232,17 +231,14 @@ extension EndToEnd {
           voice: .burst(frequencyHz: 440, amplitude: 0.25, onFrames: 4800, offFrames: 9600),
           music: .sine(frequencyHz: 1000, amplitude: 0.5), monitor: true)
         usleep(1_300_000)
-        // On PipeWire a take holding a cycle the server dropped silently is taken again.
-        let (out, voice, monitor) = try retakingOnPipeWire(
-          {
-            let start = try capture.recordWithoutXrun(frames: 48000)
-            let take = { (c: Int) in Array(capture.recording(channel: c, from: start).samples.prefix(48000)) }
-            return (take(1), take(3), take(4))
-          },
-          until: {
-            abs(20 * log10(Self.gain(of: $0.1, in: $0.0))) < 0.01
-              && (reverbDb != -60 || abs(20 * log10(Self.gain(of: $0.1, in: $0.2))) < 0.01)
-          })
+        // A take the server spoilt is taken again.
+        let witness = Self.witness(
+          capture, voice: .burst(frequencyHz: 440, amplitude: 0.25, onFrames: 4800, offFrames: 9600),
+          music: .sine(frequencyHz: 1000, amplitude: 0.5), monitor: true)
+        let take = try retaking("the monitor reverb at \(reverbDb) dB") {
+          try witness.take(frames: 48000, channels: [1, 3, 4])
+        }
+        let (out, voice, monitor) = (take[0], take[1], take[2])
         // The frames where the voice is silent (and was for 1,000 frames before).
         var quiet: [Int] = []
         var silentRun = 0

@@ -25,55 +25,34 @@ extension EndToEnd {
       let (server, generator, capture, livemic) = try LiveAudioTests.rig(
         ["-p", file.path], signal: .sine(frequencyHz: 220, amplitude: 0.25), guardOutput: counters)
       usleep(1_300_000)  // past the start ramp
-      // A switch whose window the server spoilt is made again, back and forth, up to six times.
-      // Judged by the data, not by xruns: the dummy server's own timer runs late about once a
-      // second on this 2-core machine (an xrun that loses nothing), while a lost cycle shows as
-      // a gap in the capture's frame times, a step in the generator's own sine (which passes the
-      // server only), or a cycle LiveMic saw skipped (`missed_cycles`). Should every take be
-      // spoilt, the last is judged without the frames where the server itself jumped.
-      func missedCycles() -> Int {
-        jsonObject((try? runLiveMic(["ctl", "-n", "lmclient", "--json", "status"]).stdout) ?? "")[
-          "missed_cycles"] as? Int ?? -1
-      }
-      let sineStep = 2 * 0.25 * sinf(Float.pi * 220 / 48000)  // the sine's largest step
-      var out: [Float] = []
-      /// Frames after which the capture's frame time or the generator's own sine jumped.
-      var serverJumps = Set<Int>()
+      // A switch whose window the server spoilt is made again, back and forth (`retaking`).
+      // Judged by the data as well as by xruns: a lost cycle shows as a gap in the capture's
+      // frame times, a step in the generator's own sine (which passes the server only), or a
+      // cycle LiveMic saw skipped (`missed_cycles`). A window every take of which is spoilt
+      // fails: none is judged on part of a window.
+      let witness = Witness.rig(capture, signal: .sine(frequencyHz: 220, amplitude: 0.25), client: "lmclient")
+      var switches = 0
       var expectedRatio: Float = 0.5
-      for attempt in 1...6 {
-        let missedBefore = missedCycles()
-        let start = capture.frameCount
+      let out = try retaking("the SIGHUP switch window") {
+        switches += 1
+        let mark = witness.mark()
         try capture.record(frames: 4800)
-        let (volume, bass): (Float, Float) = attempt % 2 == 1 ? (0.4, 6) : (0.8, 0)
-        expectedRatio = attempt % 2 == 1 ? 0.5 : 2
+        let (volume, bass): (Float, Float) = switches % 2 == 1 ? (0.4, 6) : (0.8, 0)
+        expectedRatio = switches % 2 == 1 ? 0.5 : 2
         try Self.preset(volume: volume, bass: bass).write(to: file, atomically: true, encoding: .utf8)
         kill(livemic.process.processIdentifier, SIGHUP)
         #expect(
           waitUntil(seconds: 10) {
-            livemic.log.components(separatedBy: "preset 'switch' reloaded (SIGHUP)").count > attempt
+            livemic.log.components(separatedBy: "preset 'switch' reloaded (SIGHUP)").count > switches
           }, "\(livemic.log)")
         try capture.record(frames: 9600)
         let end = capture.frameCount
-        let take = capture.recording(channel: 1, from: start, to: end)
-        out = take.samples
-        let direct = capture.recording(channel: 0, from: start, to: end).samples
-        let directSteps = zip(direct, direct.dropFirst()).map { abs($1 - $0) }
-        let gaps = zip(take.times, take.times.dropFirst()).enumerated().filter {
-          $0.element.1 != $0.element.0 &+ 1
-        }
-        serverJumps = Set(
-          gaps.map(\.offset) + directSteps.indices.filter { directSteps[$0] > sineStep * 1.1 })
-        let missed = missedCycles() - missedBefore
-        if serverJumps.isEmpty && missed == 0 { break }
-        print(
-          "[measured] switch window spoilt by the server (attempt \(attempt) of 6): \(gaps.count) frame-time gaps, "
-            + "generator step \(directSteps.max() ?? 0), \(missed) cycles LiveMic missed; made again")
+        return Take(
+          capture.recording(channel: 1, from: mark.frame, to: end).samples,
+          spoilt: witness.evidence(since: mark, to: end))
       }
       let steady = out[0..<4800]
-      // LiveMic's steps, less those at (or next to) a jump of the server's own.
-      let steps = zip(out, out.dropFirst()).enumerated().map { i, pair in
-        (i - 1...i + 1).contains { serverJumps.contains($0) } ? 0 : abs(pair.1 - pair.0)
-      }
+      let steps = zip(out, out.dropFirst()).map { abs($1 - $0) }
       let jump = steps.max() ?? 0
       // The sine's own largest step, before and after (the louder of the two presets).
       let steadyJump = max(steps[0..<4799].max() ?? 0, steps[(steps.count - 2400)...].max() ?? 0)

@@ -1,8 +1,9 @@
 import CJack
 import Foundation
+import Synchronization
 
-/// A private JACK server for one test, stopped by PID: jackd (dummy backend, no real-time
-/// scheduling), or with `LIVEMIC_TEST_SERVER=pipewire` a private `pipewire` daemon whose socket
+/// A private JACK server for one test, stopped by PID: jackd (dummy backend; real-time
+/// scheduling when this process may use it, see `TestRealtime`), or with `LIVEMIC_TEST_SERVER=pipewire` a private `pipewire` daemon whose socket
 /// is the server name (`PipeWireDaemon`). Its name never equals a client's name (jackd 1.9.21
 /// deletes its own socket then).
 final class JackServer {
@@ -52,9 +53,10 @@ final class JackServer {
       process.environment = environment
     } else {
       process.executableURL = URL(fileURLWithPath: "/usr/bin/jackd")
-      process.arguments = [
-        "-n", name, "--no-realtime", "-d", "dummy", "-r", "\(sampleRate)", "-p", "\(period)",
-      ]
+      process.arguments =
+        ["-n", name] + TestRealtime.jackdArguments + [
+          "-d", "dummy", "-r", "\(sampleRate)", "-p", "\(period)",
+        ]
     }
     process.standardOutput = try FileHandle(forWritingTo: log)
     process.standardError = try FileHandle(forWritingTo: log)
@@ -123,5 +125,48 @@ final class Counter: @unchecked Sendable {
     defer { lock.unlock() }
     value += 1
     return value
+  }
+}
+
+/// Whether the test servers run with real-time scheduling: when this process may use SCHED_FIFO
+/// (root, or an rtprio limit), asked by trying it on a probe thread; `LIVEMIC_TEST_REALTIME=0`
+/// or `1` decides instead. With it, jackd runs `-R -P 70` and libjack runs every client's
+/// process thread in real time too; PipeWire's daemons load `libpipewire-module-rt` at the same
+/// priority. The choice is printed once.
+enum TestRealtime {
+  /// The priority of the servers' real-time threads (clients run just below it).
+  static let priority: Int32 = 70
+
+  static let enabled: Bool = {
+    let forced = ProcessInfo.processInfo.environment["LIVEMIC_TEST_REALTIME"]
+    let (allowed, reason): (Bool, String) =
+      switch forced {
+      case "0": (false, "LIVEMIC_TEST_REALTIME=0")
+      case "1": (true, "LIVEMIC_TEST_REALTIME=1")
+      default: probe()
+      }
+    print(
+      "[servers] test servers run \(allowed ? "with" : "without") real-time scheduling "
+        + "(\(allowed ? "-R -P \(priority)" : "--no-realtime")): \(reason)")
+    return allowed
+  }()
+
+  static var jackdArguments: [String] { enabled ? ["-R", "-P", "\(priority)"] : ["--no-realtime"] }
+
+  /// Tries SCHED_FIFO at `priority` on a thread of its own.
+  private static func probe() -> (Bool, String) {
+    let result = Mutex<Int32>(-1)
+    let done = DispatchSemaphore(value: 0)
+    let thread = Thread {
+      var parameters = sched_param(sched_priority: priority)
+      result.withLock { $0 = pthread_setschedparam(pthread_self(), SCHED_FIFO, &parameters) }
+      done.signal()
+    }
+    thread.start()
+    done.wait()
+    let code = result.withLock { $0 }
+    return code == 0
+      ? (true, "SCHED_FIFO \(priority) was granted to a probe thread")
+      : (false, "SCHED_FIFO \(priority) was refused to a probe thread (\(String(cString: strerror(code))))")
   }
 }

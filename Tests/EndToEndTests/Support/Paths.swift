@@ -62,21 +62,3 @@ func waitUntil(seconds: Double, _ condition: () -> Bool) -> Bool {
   }
   return condition()
 }
-
-/// Runs `measure` until `good` accepts its result, up to three times on either server: for a
-/// take the test can tell the server spoilt (the reference signal itself is off). Returns the
-/// last result.
-func retaking<T>(_ measure: () throws -> T, until good: (T) -> Bool) rethrows -> T {
-  var result = try measure()
-  for _ in 1..<3 where !good(result) { result = try measure() }
-  return result
-}
-
-/// Runs `measure` until `good` accepts its result: up to three times on PipeWire, where a cycle
-/// LiveMic missed reaches no client as an xrun (so a take it spoiled cannot be recognized
-/// otherwise), once on jackd. Returns the last result.
-func retakingOnPipeWire<T>(_ measure: () throws -> T, until good: (T) -> Bool) rethrows -> T {
-  var result = try measure()
-  for _ in 1..<(TestBackend.isPipeWire ? 3 : 1) where !good(result) { result = try measure() }
-  return result
-}

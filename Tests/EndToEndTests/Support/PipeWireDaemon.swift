@@ -98,6 +98,18 @@ enum PipeWireDaemon {
     return (URL(fileURLWithPath: "/usr/bin/pipewire"), ["-c", "livemic-test.conf"], env)
   }
 
+  /// With real-time test servers (`TestRealtime`), the module that gives the daemon's data
+  /// threads SCHED_FIFO at the jackd servers' priority (directly: no RTKit, no D-Bus here).
+  static var realtimeModule: String {
+    guard TestRealtime.enabled else { return "" }
+    return """
+          { name = libpipewire-module-rt
+              args = { rt.prio = \(TestRealtime.priority) nice.level = -11 rt.time.soft = -1 rt.time.hard = -1 }
+              flags = [ ifexists nofail ]
+          }
+      """
+  }
+
   /// The daemon's whole configuration (PipeWire 0.3.65's pipewire.conf, cut to what a JACK
   /// graph needs): `core.name` is the socket name, the clock is forced to the requested rate
   /// and quantum, and a `default` metadata object holds the JACK port metadata.
@@ -121,6 +133,7 @@ enum PipeWireDaemon {
         support.* = support/libspa-support
     }
     context.modules = [
+    \(realtimeModule)
         { name = libpipewire-module-protocol-native }
         { name = libpipewire-module-metadata }
         { name = libpipewire-module-spa-node-factory }

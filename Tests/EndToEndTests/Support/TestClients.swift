@@ -227,15 +227,21 @@ final class TestClient: @unchecked Sendable {
 
   /// Cycles this client missed while recording: jumps in the recorded frame times. On jackd each
   /// is also an xrun; PipeWire reports none.
-  var frameTimeGaps: Int {
-    let n = frameCount
+  var frameTimeGaps: Int { frameTimeGaps(from: 0, to: frameCount) }
+
+  /// The jumps in the recorded frame times between frames `start` and `end` (counting a jump
+  /// into `start`).
+  func frameTimeGaps(from start: Int, to end: Int) -> Int {
+    let end = min(end, frameCount)
     var gaps = 0
-    for i in 1..<max(n, 1) where frameTimes[i] != frameTimes[i - 1] &+ 1 { gaps += 1 }
+    for i in max(start, 1)..<max(end, max(start, 1)) where frameTimes[i] != frameTimes[i - 1] &+ 1 {
+      gaps += 1
+    }
     return gaps
   }
 
-  /// Records `frames` more frames without an xrun (`recordWithoutXrun`) and returns the samples
-  /// of `channels` over that take, all read to one end frame.
+  /// Records `frames` more frames in a window the server did not spoil (`recordWithoutXrun`)
+  /// and returns the samples of `channels` over it, all read to one end frame.
   func take(frames: Int, channels: [Int]) throws -> [[Float]] {
     let start = try recordWithoutXrun(frames: frames)
     let end = frameCount
@@ -264,17 +270,14 @@ func rms(_ x: ArraySlice<Float>) -> Double {
 }
 
 extension TestClient {
-  /// Records `frames` more frames and returns where they start; when an xrun (on this
-  /// unprivileged dummy server) spoilt the window, records again, up to three times.
+  /// Records `frames` more frames and returns where they start; a window the server spoilt (a
+  /// gap in this client's frame times, an xrun it reported) is recorded again (`retaking`).
   func recordWithoutXrun(frames: Int) throws -> Int {
-    var start = frameCount
-    for _ in 1...3 {
-      let before = xruns.load(ordering: .relaxed)
-      start = frameCount
+    let witness = Witness(capture: self)
+    return try retaking("a window of \(frames) frames") {
+      let mark = witness.mark()
       try record(frames: frames)
-      usleep(20_000)  // an xrun is reported after the cycle it spoilt
-      if xruns.load(ordering: .relaxed) == before { break }
+      return Take(mark.frame, spoilt: witness.evidence(since: mark, to: frameCount))
     }
-    return start
   }
 }
