@@ -64,19 +64,26 @@ public final class MidiMap: @unchecked Sendable {
       guard jack_midi_event_get(&event, buffer, i) == 0, event.size >= 3, let data = event.buffer else {
         continue
       }
-      let status = data[0]
-      guard status & 0xF0 == 0xB0 else { continue }
-      let channel = Int(status & 0x0F)
-      let cc = Int(data[1] & 0x7F)
-      let value = Float(data[2] & 0x7F) / 127
-      let moved = lastMoved.load(ordering: .relaxed) >> 16
-      lastMoved.store((moved &+ 1) << 16 | UInt64(channel) << 8 | UInt64(cc), ordering: .relaxed)
-      let slot = channel * 128 + cc
-      let parameter = Int(index[slot].load(ordering: .acquiring))
-      guard parameter >= 0 && parameter < count else { continue }
-      let lo = Float(bitPattern: minimum[slot].load(ordering: .relaxed))
-      let hi = Float(bitPattern: maximum[slot].load(ordering: .relaxed))
-      targets.set(parameter, lo + (hi - lo) * value)
+      apply(status: data[0], data[1], data[2], targets: targets, count: count)
     }
+  }
+
+  /// Applies one three-byte MIDI message: a control change (`0xBn cc value`) notes the moved
+  /// controller (MIDI learn) and, when mapped, sets its parameter; any other message is ignored.
+  /// - Realtime: safe
+  @inline(__always)
+  func apply(status: UInt8, _ data1: UInt8, _ data2: UInt8, targets: ParameterTargets, count: Int) {
+    guard status & 0xF0 == 0xB0 else { return }
+    let channel = Int(status & 0x0F)
+    let cc = Int(data1 & 0x7F)
+    let value = Float(data2 & 0x7F) / 127
+    let moved = lastMoved.load(ordering: .relaxed) >> 16
+    lastMoved.store((moved &+ 1) << 16 | UInt64(channel) << 8 | UInt64(cc), ordering: .relaxed)
+    let slot = channel * 128 + cc
+    let parameter = Int(index[slot].load(ordering: .acquiring))
+    guard parameter >= 0 && parameter < count else { return }
+    let lo = Float(bitPattern: minimum[slot].load(ordering: .relaxed))
+    let hi = Float(bitPattern: maximum[slot].load(ordering: .relaxed))
+    targets.set(parameter, lo + (hi - lo) * value)
   }
 }

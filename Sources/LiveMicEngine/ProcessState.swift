@@ -6,27 +6,64 @@ import Synchronization
   import Glibc
 #endif
 
+/// One cycle's buffers, as `ProcessState.run` reads and writes them: fetched from the JACK
+/// ports by `process`, or scratch and fake buffers (the warm-up run, tests). Each holds at
+/// least the cycle's frames.
+///
+/// Thread: built and used on the thread that runs the cycle, for one cycle.
+struct CycleBuffers {
+  /// The dry input; `inputRight` is `inputLeft` for a mono input.
+  var inputLeft: UnsafeMutablePointer<Float>
+  var inputRight: UnsafeMutablePointer<Float>
+  /// The outputs (`out_1`/`out_2`): the chain runs in place there.
+  var outputLeft: UnsafeMutablePointer<Float>
+  var outputRight: UnsafeMutablePointer<Float>
+  /// The music bed's inputs; nil without `--music` (both or neither are used).
+  var musicLeft: UnsafeMutablePointer<Float>? = nil
+  var musicRight: UnsafeMutablePointer<Float>? = nil
+  /// The monitor outputs; nil without `--monitor` (both or neither are used).
+  var monitorLeft: UnsafeMutablePointer<Float>? = nil
+  var monitorRight: UnsafeMutablePointer<Float>? = nil
+  /// The cycle's JACK MIDI buffer (`midi_in`); nil without one.
+  var midi: UnsafeMutableRawPointer? = nil
+  /// The server's frame time at the start of the cycle, for `missedCycles`; nil when unknown.
+  var frameTime: jack_nframes_t? = nil
+  /// False for the warm-up run, so the tap consumers (a recording that spans a reconnection)
+  /// receive no extra cycle.
+  var feedsTaps = true
+}
+
 /// Everything the audio thread touches, in one place.
 ///
 /// Created and wired off the audio thread before activation; `process` is the only method the
-/// JACK process callback calls. Control reaches it through atomics only.
-/// Thread: `process` on the audio thread; the atomics from anywhere.
+/// JACK process callback calls. It fetches the port buffers into a `CycleBuffers` and hands
+/// them to `run`, which holds the whole cycle (tests call `run` with their own buffers on a
+/// state made by `init(chain:sampleRate:taps:)`, which has no ports). Control reaches it
+/// through atomics only.
+/// Thread: `process` (so `run`) on the audio thread; the atomics from anywhere.
 public final class ProcessState: @unchecked Sendable {
-  // Ports, registered before activation and never changed while active.
+  /// The JACK ports, registered before activation and never changed while active.
+  struct Ports {
+    var input1: OpaquePointer
+    var input2: OpaquePointer?
+    var output1: OpaquePointer
+    var output2: OpaquePointer
+    /// The music bed's inputs (`--music`), mixed in after the chain; nil without `--music`.
+    var music1: OpaquePointer?
+    var music2: OpaquePointer?
+    /// The monitor outputs (`--monitor`); nil without `--monitor`.
+    var monitor1: OpaquePointer?
+    var monitor2: OpaquePointer?
+    var midiIn: OpaquePointer?
+  }
+
+  // Ports, registered before activation and never changed while active (empty without ports).
   let inputs: [OpaquePointer]
   let outputs: [OpaquePointer]
-  private let input1: OpaquePointer
-  private let input2: OpaquePointer?
-  private let output1: OpaquePointer
-  private let output2: OpaquePointer
-  /// The music bed's inputs (`--music`), mixed in after the chain; nil without `--music`.
-  private let music1: OpaquePointer?
-  private let music2: OpaquePointer?
+  /// Nil for a state driven through `run` by hand (tests); `process` then does nothing.
+  private let ports: Ports?
   /// Mixes and ducks the music bed.
   let music: MusicMixer
-  /// The monitor outputs (`--monitor`); nil without `--monitor`.
-  private let monitor1: OpaquePointer?
-  private let monitor2: OpaquePointer?
   /// Mixes the monitor outputs.
   let monitor: MonitorMixer
 
@@ -48,7 +85,6 @@ public final class ProcessState: @unchecked Sendable {
   private var nextFrameTime: jack_nframes_t?
   /// MIDI control-change mappings applied from `midi_in` every cycle.
   public let midi = MidiMap()
-  private let midiIn: OpaquePointer?
 
   /// Input and output levels, for `ctl meters`.
   public let meters = Meters()
@@ -58,8 +94,6 @@ public final class ProcessState: @unchecked Sendable {
   /// output volume), crossfaded over `crossfadeSeconds`.
   public let dryTarget = Atomic<UInt32>(0)
   private var dryMix: Float = 0
-  private let dryLeft = UnsafeMutablePointer<Float>.allocate(capacity: maxFadeFrames)
-  private let dryRight = UnsafeMutablePointer<Float>.allocate(capacity: maxFadeFrames)
 
   /// Length of the equal-power crossfade when a new chain (preset) is swapped in.
   public static let crossfadeSeconds = 0.05
@@ -68,101 +102,140 @@ public final class ProcessState: @unchecked Sendable {
   static let maxFadeFrames = 8192
   private let fadeLeft = UnsafeMutablePointer<Float>.allocate(capacity: maxFadeFrames)
   private let fadeRight = UnsafeMutablePointer<Float>.allocate(capacity: maxFadeFrames)
-  private let fadeLength: Int
+  /// Frames of the chain crossfade and of the bypass crossfade.
+  let fadeLength: Int
   /// Audio-thread state of a crossfade in progress (the old chain and how far it has faded).
   private var fadingOut: Unmanaged<VoiceChain>?
   private var fadePosition = 0
 
-  init(
+  /// A state for a JACK client's ports: one or two inputs, two outputs, optional MIDI, music
+  /// (two) and monitor (two) ports; `client` is asked for each cycle's frame time.
+  convenience init(
     inputs: [OpaquePointer], outputs: [OpaquePointer], midiIn: OpaquePointer?, chain: VoiceChain,
     sampleRate: Double, taps: TapTable, musicInputs: [OpaquePointer] = [],
     monitorOutputs: [OpaquePointer] = [], client: OpaquePointer? = nil
   ) {
-    self.client = client
     precondition(musicInputs.isEmpty || musicInputs.count == 2)
     precondition(monitorOutputs.isEmpty || monitorOutputs.count == 2)
-    monitor1 = monitorOutputs.first
-    monitor2 = monitorOutputs.last
-    monitor = MonitorMixer(sampleRate: sampleRate)
-    music1 = musicInputs.first
-    music2 = musicInputs.last
-    music = MusicMixer(sampleRate: sampleRate)
-    self.midiIn = midiIn
-    self.taps = taps
     precondition(!inputs.isEmpty && outputs.count == 2)
+    let ports = Ports(
+      input1: inputs[0], input2: inputs.count > 1 ? inputs[1] : nil, output1: outputs[0],
+      output2: outputs[1], music1: musicInputs.first, music2: musicInputs.last,
+      monitor1: monitorOutputs.first, monitor2: monitorOutputs.last, midiIn: midiIn)
+    self.init(
+      ports: ports, inputs: inputs, outputs: outputs, chain: chain, sampleRate: sampleRate, taps: taps,
+      client: client)
+  }
+
+  /// A state with no ports and no client, driven by calling `run` with the caller's buffers
+  /// (tests); `process` does nothing on it.
+  convenience init(chain: VoiceChain, sampleRate: Double, taps: TapTable = TapTable()) {
+    self.init(
+      ports: nil, inputs: [], outputs: [], chain: chain, sampleRate: sampleRate, taps: taps, client: nil)
+  }
+
+  private init(
+    ports: Ports?, inputs: [OpaquePointer], outputs: [OpaquePointer], chain: VoiceChain,
+    sampleRate: Double, taps: TapTable, client: OpaquePointer?
+  ) {
+    self.ports = ports
     self.inputs = inputs
     self.outputs = outputs
-    input1 = inputs[0]
-    input2 = inputs.count > 1 ? inputs[1] : nil
-    output1 = outputs[0]
-    output2 = outputs[1]
+    self.client = client
+    self.taps = taps
+    monitor = MonitorMixer(sampleRate: sampleRate)
+    music = MusicMixer(sampleRate: sampleRate)
     slot = ChainSlot(chain)
     ramp = OutputRamp(sampleRate: sampleRate)
     fadeLength = max(Int(Self.crossfadeSeconds * sampleRate), 1)
   }
 
-  /// Runs the audio thread's own code once off it, before activation (the chain is warm
-  /// already), so its first-run costs (type metadata, lazily bound symbols) are paid here.
+  /// Runs the audio thread's own code (`run`, with music and monitor buffers and halfway
+  /// through the bypass crossfade) once off it on scratch buffers of silence, before
+  /// activation (the chain is warm already), so its first-run costs (type metadata, lazily
+  /// bound symbols) are paid here. The state the runs leave (ramp, bypass mix, counters,
+  /// meters) is put back; the taps are warmed through a scratch consumer of their own.
   func warm(frames: Int) {
     let n = min(max(frames, 1), Self.maxFadeFrames)
-    fadeLeft.update(repeating: 0, count: n)
+    fadeLeft.update(repeating: 0, count: n)  // fault the pages in now
     fadeRight.update(repeating: 0, count: n)
-    dryLeft.update(repeating: 0, count: n)
-    Unmanaged.passUnretained(self)._withUnsafeGuaranteedRef { state in
-      state.slot.current()._withUnsafeGuaranteedRef {
-        $0.process(left: state.fadeLeft, right: state.fadeRight, frames: n)
-      }
-      state.ramp.apply(left: state.fadeLeft, right: state.fadeRight, frames: n)
-      state.ramp.rewind()
-    }
-    meters.record(0, fadeLeft, n)
-    mixDry(fadeLeft, fadeRight, fadeLeft, fadeRight, n, goal: 0, volume: 1)
-    slot.current()._withUnsafeGuaranteedRef {
-      monitor.mix(
-        voiceLeft: fadeLeft, voiceRight: fadeRight, musicLeft: dryLeft, musicRight: dryLeft, into: dryRight,
-        dryRight, frames: n, chain: $0)
-      music.mix(dryLeft, dryLeft, into: fadeLeft, fadeRight, frames: n, chain: $0)
-    }
-    ramp.apply(left: fadeLeft, right: fadeRight, frames: n, alsoLeft: dryRight, alsoRight: dryRight)
+    let scratch = UnsafeMutablePointer<Float>.allocate(capacity: 8 * n)
+    defer { scratch.deallocate() }
+    scratch.initialize(repeating: 0, count: 8 * n)
+    let io = CycleBuffers(
+      inputLeft: scratch, inputRight: scratch + n, outputLeft: scratch + 2 * n,
+      outputRight: scratch + 3 * n, musicLeft: scratch + 4 * n, musicRight: scratch + 5 * n,
+      monitorLeft: scratch + 6 * n, monitorRight: scratch + 7 * n, feedsTaps: false)
+    let (savedCycles, savedDryMix) = (cycles.load(ordering: .relaxed), dryMix)
+    dryMix = 0.5  // through the chain and `mixDry`
+    run(io, frames: n)
+    dryMix = savedDryMix
     ramp.rewind()
+    cycles.store(savedCycles, ordering: .relaxed)
     _ = meters.read()
     taps.warm(frames: n)
-    lastFrames.store(UInt32(n), ordering: .relaxed)
-    _ = slot.beginSwap()
-    _ = sinf(Float(n)) + cosf(Float(n))
+    _ = sinf(Float(n)) + cosf(Float(n))  // the crossfade's
   }
 
   deinit {
-    dryLeft.deallocate()
-    dryRight.deallocate()
     fadeLeft.deallocate()
     fadeRight.deallocate()
     if let fadingOut { slot.finishSwap(fadingOut) }
   }
 
-  /// One JACK cycle: copy input to the output buffers (a mono input feeds both channels), run
-  /// the chain in place there, mix in the music bed (ducked under the processed voice), apply
-  /// the output ramp (to the voice and the music); hand the dry input and the final output to
-  /// the tap consumers' rings.
+  /// One JACK cycle: fetches the port buffers (and the frame time) and runs the cycle on them.
   /// - Realtime: safe
   @inline(__always)
   func process(frames: jack_nframes_t) -> Int32 {
-    let n = Int(frames)
-    if let client {
-      let now = jack_last_frame_time(client)
-      if let expected = nextFrameTime, now != expected { missedCycles.add(1, ordering: .relaxed) }
-      nextFrameTime = now &+ frames
+    guard let ports else { return 0 }
+    let frameTime = client.map { jack_last_frame_time($0) }
+    guard let in1 = jack_port_get_buffer(ports.input1, frames),
+      let out1 = jack_port_get_buffer(ports.output1, frames),
+      let out2 = jack_port_get_buffer(ports.output2, frames)
+    else {
+      if let frameTime { noteFrameTime(frameTime, frames: frames) }
+      return 0
     }
-    guard let in1 = jack_port_get_buffer(input1, frames),
-      let out1 = jack_port_get_buffer(output1, frames),
-      let out2 = jack_port_get_buffer(output2, frames)
-    else { return 0 }
+    @inline(__always) func floats(_ port: OpaquePointer?) -> UnsafeMutablePointer<Float>? {
+      port.flatMap { jack_port_get_buffer($0, frames) }?.assumingMemoryBound(to: Float.self)
+    }
     let inL = in1.assumingMemoryBound(to: Float.self)
-    let inR = input2.flatMap { jack_port_get_buffer($0, frames) }?.assumingMemoryBound(to: Float.self) ?? inL
-    let left = out1.assumingMemoryBound(to: Float.self)
-    let right = out2.assumingMemoryBound(to: Float.self)
+    let io = CycleBuffers(
+      inputLeft: inL, inputRight: floats(ports.input2) ?? inL,
+      outputLeft: out1.assumingMemoryBound(to: Float.self),
+      outputRight: out2.assumingMemoryBound(to: Float.self), musicLeft: floats(ports.music1),
+      musicRight: floats(ports.music2), monitorLeft: floats(ports.monitor1),
+      monitorRight: floats(ports.monitor2), midi: ports.midiIn.flatMap { jack_port_get_buffer($0, frames) },
+      frameTime: frameTime)
+    run(io, frames: Int(frames))
+    return 0
+  }
+
+  /// Counts a gap between the previous cycle's end and this cycle's frame time.
+  /// - Realtime: safe
+  @inline(__always)
+  private func noteFrameTime(_ now: jack_nframes_t, frames: jack_nframes_t) {
+    if let expected = nextFrameTime, now != expected { missedCycles.add(1, ordering: .relaxed) }
+    nextFrameTime = now &+ frames
+  }
+
+  /// The whole cycle: copy the input to the output buffers (a mono input feeds both channels),
+  /// run the chain in place there (crossfading from the previous chain after a swap, and with
+  /// the dry input in the `bypass` mute mode), write the monitor mix, mix in the music bed
+  /// (ducked under the processed voice), apply the output ramp (to the voice, the music and the
+  /// monitor); hand the dry input and the final output to the tap consumers' rings.
+  /// - Realtime: safe
+  @inline(__always)
+  func run(_ io: CycleBuffers, frames n: Int) {
+    if let now = io.frameTime { noteFrameTime(now, frames: jack_nframes_t(truncatingIfNeeded: n)) }
+    let (inL, inR, left, right) = (io.inputLeft, io.inputRight, io.outputLeft, io.outputRight)
     left.update(from: inL, count: n)
     right.update(from: inR, count: n)
+    if let old = fadingOut, n > Self.maxFadeFrames {
+      // A block larger than the fade buffers (the period grew mid-fade): swap at once.
+      fadingOut = nil
+      slot.finishSwap(old)
+    }
     if fadingOut == nil, let old = slot.beginSwap() {
       if n <= Self.maxFadeFrames {
         fadingOut = old
@@ -178,21 +251,23 @@ public final class ProcessState: @unchecked Sendable {
     }
     // The chain of this cycle, loaded once (a swap above already happened).
     let chain = slot.current()
-    if let midiIn, let buffer = jack_port_get_buffer(midiIn, frames) {
+    if let buffer = io.midi {
       chain._withUnsafeGuaranteedRef { midi.apply(buffer, targets: $0.targets, count: $0.parameterCount) }
     }
     meters.record(0, inL, n)
     meters.record(1, inR, n)
-    taps.write(.input, left: inL, right: inR, frames: n)
+    if io.feedsTaps { taps.write(.input, left: inL, right: inR, frames: n) }
     let dryGoal: Float = dryTarget.load(ordering: .relaxed) == 1 ? 1 : 0
     if dryMix == 1 && dryGoal == 1 && n <= Self.maxFadeFrames {
-      // Bypassed: the dry input at the output volume, the chain not run.
+      // Bypassed: the dry input at the output volume, the chain not run. A chain fade in
+      // progress still runs its course (unheard), so the old chain is handed back.
       let volume = chain._withUnsafeGuaranteedRef { $0.outputVolume }
       for f in 0..<n {
         let (l, r) = (left[f], right[f])
         left[f] = l * volume
         right[f] = r * volume
       }
+      if let old = fadingOut { advanceFade(from: old, frames: n) }
     } else {
       chain._withUnsafeGuaranteedRef { $0.process(left: left, right: right, frames: n) }
       if let old = fadingOut { crossfade(from: old, left: left, right: right, frames: n) }
@@ -201,12 +276,8 @@ public final class ProcessState: @unchecked Sendable {
         mixDry(inL, inR, left, right, n, goal: dryGoal, volume: volume)
       }
     }
-    let musicLeft = music1.flatMap { jack_port_get_buffer($0, frames) }?.assumingMemoryBound(to: Float.self)
-    let musicRight = music2.flatMap { jack_port_get_buffer($0, frames) }?.assumingMemoryBound(to: Float.self)
-    let monitorLeft = monitor1.flatMap { jack_port_get_buffer($0, frames) }?.assumingMemoryBound(
-      to: Float.self)
-    let monitorRight = monitor2.flatMap { jack_port_get_buffer($0, frames) }?.assumingMemoryBound(
-      to: Float.self)
+    let (musicLeft, musicRight) = (io.musicLeft, io.musicRight)
+    let (monitorLeft, monitorRight) = (io.monitorLeft, io.monitorRight)
     if let monitorLeft, let monitorRight {
       chain._withUnsafeGuaranteedRef {
         monitor.mix(
@@ -223,11 +294,12 @@ public final class ProcessState: @unchecked Sendable {
     meters.record(2, left, n)
     meters.record(3, right, n)
     meters.finishCycle(n)
-    taps.write(.output, left: left, right: right, frames: n)
-    taps.finishCycle()
-    lastFrames.store(frames, ordering: .relaxed)
+    if io.feedsTaps {
+      taps.write(.output, left: left, right: right, frames: n)
+      taps.finishCycle()
+    }
+    lastFrames.store(UInt32(truncatingIfNeeded: n), ordering: .relaxed)
     cycles.add(1, ordering: .relaxed)
-    return 0
   }
 }
 
@@ -271,8 +343,15 @@ extension ProcessState {
       right[f] = r * newGain + or * oldGain
       position += 1
     }
-    fadePosition = position
-    if position >= fadeLength {
+    advanceFade(from: old, frames: frames)
+  }
+
+  /// Moves the chain crossfade on by `frames`; hands the old chain back when it is complete.
+  /// - Realtime: safe
+  @inline(__always)
+  fileprivate func advanceFade(from old: Unmanaged<VoiceChain>, frames: Int) {
+    fadePosition += frames
+    if fadePosition >= fadeLength {
       fadingOut = nil
       slot.finishSwap(old)
     }
