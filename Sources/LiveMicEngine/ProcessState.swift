@@ -316,7 +316,9 @@ extension ProcessState {
     let step = 1 / Float(fadeLength)
     var m = dryMix
     for f in 0..<n {
-      m = goal > m ? min(m + step, 1) : max(m - step, 0)
+      // Still at the goal once there (stepping back off it would leave the chain's output in at
+      // 1/fadeLength on every other frame, and the bypass never engaged).
+      m = goal > m ? min(m + step, 1) : goal < m ? max(m - step, 0) : m
       let (l, r, dl, dr) = (left[f], right[f], inL[f] * volume, inR[f] * volume)
       left[f] = l * (1 - m) + dl * m
       right[f] = r * (1 - m) + dr * m

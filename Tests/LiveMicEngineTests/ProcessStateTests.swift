@@ -1,0 +1,166 @@
+import DSP
+import Foundation
+import Testing
+
+@testable import LiveMicEngine
+
+/// `ProcessState.run` driven with fake port buffers: the signal path, the counters, the chain
+/// crossfade and the bypass crossfade, the warm-up run.
+@Suite struct ProcessStateTests {
+  typealias E = Engine
+
+  @Test("A cycle runs the input through the chain to the outputs, a mono input to both")
+  func signalPath() {
+    let state = ProcessState(chain: E.chain(gain: 0.5), sampleRate: E.sampleRate)
+    let io = FakePorts()
+    io.input(left: 0.25, right: -0.5)
+    E.openRamp(state, io)
+    io.run(state, frames: 64)
+    let stereo = io.output(frames: 64)
+    #expect(stereo.left.allSatisfy { $0 == 0.125 } && stereo.right.allSatisfy { $0 == -0.25 })
+    io.mono = true
+    io.run(state, frames: 64)
+    let mono = io.output(frames: 64)
+    #expect(mono.left.allSatisfy { $0 == 0.125 } && mono.right.allSatisfy { $0 == 0.125 })
+  }
+
+  @Test("A cycle counts itself, its buffer size, and each gap in the server's frame time")
+  func counters() {
+    let state = ProcessState(chain: E.chain(), sampleRate: E.sampleRate)
+    let io = FakePorts()
+    for (i, time) in [1000, 1064, 1128, 1500, 1564, 1700].enumerated() {
+      io.run(state, frames: 64, frameTime: UInt32(time))
+      #expect(state.cycles.load(ordering: .relaxed) == UInt64(i + 1))
+    }
+    #expect(state.missedCycles.load(ordering: .relaxed) == 2, "1128+64 ≠ 1500 and 1564+64 ≠ 1700")
+    io.run(state, frames: 128)  // no frame time: not counted
+    #expect(state.lastFrames.load(ordering: .relaxed) == 128)
+    #expect(state.missedCycles.load(ordering: .relaxed) == 2)
+  }
+
+  @Test("process does nothing on a state without ports")
+  func noPorts() {
+    let state = ProcessState(chain: E.chain(), sampleRate: E.sampleRate)
+    #expect(state.process(frames: 64) == 0)
+    #expect(state.cycles.load(ordering: .relaxed) == 0)
+  }
+
+  @Test("A chain swap crossfades with equal power over 50 ms, then hands the old chain back")
+  func crossfadeShape() {
+    let counter = LiveCounter()
+    let state = ProcessState(chain: E.chain(gain: 1, counter: counter), sampleRate: E.sampleRate)
+    let io = FakePorts()
+    io.input(left: 1, right: 1)
+    E.openRamp(state, io)
+    let fadeLength = Int(ProcessState.crossfadeSeconds * E.sampleRate)
+    #expect(state.fadeLength == fadeLength)
+    let next = E.chain(gain: 0, counter: counter)  // the new chain is silent: the output is cos
+    let completed = Flag()
+    let control = Worker { completed.set(state.slot.crossfade(to: next, running: true)) }
+    var output: [Float] = []
+    var cycles = 0
+    while !control.isFinished && cycles < 100_000 {
+      // Cycles before the control thread's publish are all 1.
+      io.run(state, frames: 256)
+      let left = io.output(frames: 256).left
+      if !output.isEmpty || left.contains(where: { $0 != 1 }) { output += left }
+      cycles += 1
+    }
+    control.wait()
+    #expect(completed.value)
+    #expect(E.isCurrent(next, in: state.slot))
+    #expect(counter.live == 1, "the old chain freed")
+    #expect(output.count >= fadeLength)
+    let quarter = Float.pi / 2 / Float(fadeLength)
+    var worst: Float = 0
+    for (f, x) in output.prefix(fadeLength + 256).enumerated() {
+      worst = max(worst, abs(x - cos(Float(min(f, fadeLength)) * quarter)))
+    }
+    #expect(worst < 1e-5, "cos(t) of the old chain, sin(t) × 0 of the new")
+  }
+
+  @Test("Bypass crossfades linearly to the dry input at the output volume, and back")
+  func bypass() {
+    let volume: Float = 0.5
+    let chain = E.chain(gain: 0, [StageDescription(id: "output", type: "output", values: ["volume": volume])])
+    let state = ProcessState(chain: chain, sampleRate: E.sampleRate)
+    let io = FakePorts()
+    io.input(left: 0.8, right: -0.8)
+    E.openRamp(state, io)
+    #expect(io.output(frames: 64).left.allSatisfy { $0 == 0 }, "the chain silences")
+    state.dryTarget.store(1, ordering: .relaxed)
+    var output: [Float] = []
+    for _ in 0..<12 {
+      io.run(state, frames: 256)
+      output += io.output(frames: 256).left
+    }
+    let step = 1 / Float(state.fadeLength)
+    for f in [0, 99, 1000, state.fadeLength - 1] {
+      #expect(abs(output[f] - 0.8 * volume * Float(f + 1) * step) < 1e-6, "frame \(f)")
+    }
+    let late = output[state.fadeLength...].enumerated().first { abs($1 - 0.8 * volume) >= 1e-6 }
+    #expect(late == nil, "the dry input at the volume: \(String(describing: late))")
+    #expect(output.suffix(256).allSatisfy { $0 == 0.8 * volume }, "exactly, once bypassed")
+    state.dryTarget.store(0, ordering: .relaxed)
+    for _ in 0..<12 { io.run(state, frames: 256) }
+    #expect(io.output(frames: 256).left.allSatisfy { $0 == 0 }, "the chain again")
+  }
+
+  @Test("A chain fade that starts in bypass still finishes and hands the old chain back")
+  func fadeInBypass() {
+    let counter = LiveCounter()
+    let state = ProcessState(chain: E.chain(gain: 1, counter: counter), sampleRate: E.sampleRate)
+    let io = FakePorts()
+    io.input(left: 0.5, right: 0.5)
+    state.dryTarget.store(1, ordering: .relaxed)
+    E.openRamp(state, io)  // 1 s: the bypass crossfade is complete
+    let next = E.chain(gain: 2, counter: counter)
+    let completed = Flag()
+    let control = Worker {
+      completed.set(state.slot.crossfade(to: next, running: true, timeoutMilliseconds: 1000))
+    }
+    while !control.isFinished { io.run(state, frames: 256) }
+    control.wait()
+    #expect(completed.value, "the fade completed in bypass")
+    #expect(counter.live == 1, "the old chain was freed")
+    #expect(io.output(frames: 256).left.allSatisfy { $0 == 0.5 }, "still the dry input")
+  }
+
+  @Test("A block larger than the fade buffers swaps at once, even in the middle of a fade")
+  func largeBlock() {
+    let counter = LiveCounter()
+    let state = ProcessState(chain: E.chain(gain: 1, counter: counter), sampleRate: E.sampleRate)
+    let io = FakePorts(capacity: ProcessState.maxFadeFrames + 1)
+    io.input(left: 1, right: 1)
+    E.openRamp(state, io)
+    #expect(
+      !state.slot.crossfade(to: E.chain(gain: 2, counter: counter), running: true, timeoutMilliseconds: 0))
+    io.run(state, frames: 256)  // the fade begins
+    io.run(state, frames: ProcessState.maxFadeFrames + 1)
+    #expect(io.output(frames: 64).left.allSatisfy { $0 == 2 }, "the new chain alone")
+    let last = E.chain(gain: 3, counter: counter)
+    #expect(!state.slot.crossfade(to: last, running: true, timeoutMilliseconds: 0))
+    io.run(state, frames: ProcessState.maxFadeFrames + 1)  // swaps at once
+    #expect(io.output(frames: 64).left.allSatisfy { $0 == 3 })
+    #expect(E.isCurrent(last, in: state.slot))
+    #expect(state.slot.crossfade(to: E.chain(gain: 4, counter: counter), running: false))
+    #expect(counter.live == 2, "the first two freed (the last held here)")
+  }
+
+  @Test("The warm-up run leaves the ramp closed, the counters and meters at zero, the taps unfed")
+  func warm() {
+    let taps = TapTable()
+    let consumer = TapConsumer(tap: .output, seconds: 0.1, sampleRate: E.sampleRate)
+    #expect(taps.attach(consumer))
+    let state = ProcessState(chain: E.chain(), sampleRate: E.sampleRate, taps: taps)
+    state.dryTarget.store(1, ordering: .relaxed)
+    state.warm(frames: 256)
+    #expect(state.ramp.isSilent)
+    #expect(state.cycles.load(ordering: .relaxed) == 0)
+    #expect(state.lastFrames.load(ordering: .relaxed) == 256)
+    #expect(state.meters.read().allSatisfy { $0.peakDecibels == -200 })
+    #expect(consumer.pushedFrames.load(ordering: .relaxed) == 0 && consumer.pendingFrames == 0)
+    #expect(taps.passes.load(ordering: .relaxed) == 0)
+    _ = taps.detach(consumer, audioRunning: false)
+  }
+}
