@@ -122,8 +122,8 @@ struct Witness {
     return reasons.isEmpty ? nil : reasons.joined(separator: ", ")
   }
 
-  /// Records `frames` more frames and returns that stretch of `channels` (read to one end
-  /// frame) with the evidence over it. `settleMicroseconds` first waits (for a change the take
+  /// Records `frames` more frames and returns exactly that stretch of `channels` with the
+  /// evidence over it. `settleMicroseconds` first waits (for a change the take
   /// measures to settle): outside the watched stretch, unless `since` marks an earlier start
   /// (a message sent before the wait, which a lost cycle could have lost).
   func take(frames: Int, channels: [Int], settleMicroseconds: UInt32 = 0, since: Mark? = nil) throws
@@ -134,9 +134,9 @@ struct Witness {
     if since != nil && settleMicroseconds > 0 { usleep(settleMicroseconds) }
     let start = capture.frameCount
     try capture.record(frames: frames)
-    let end = capture.frameCount
-    let samples = channels.map { capture.recording(channel: $0, from: start, to: end).samples }
-    return Take(samples, spoilt: evidence(since: mark, to: end))
+    // Exactly `frames` frames (tests choose a whole number of periods of their signals).
+    let samples = channels.map { capture.recording(channel: $0, from: start, to: start + frames).samples }
+    return Take(samples, spoilt: evidence(since: mark, to: start + frames))
   }
 }
 
