@@ -80,9 +80,8 @@ enum Engine {
     if let text = ProcessInfo.processInfo.environment["LIVEMIC_STRESS_SCALE"], let scale = Double(text) {
       return max(Int(Double(count) * scale), 1)
     }
-    let everywhere = UnsafeMutableRawPointer(bitPattern: -2)  // RTLD_DEFAULT
-    if dlsym(everywhere, "__tsan_init") != nil { return max(count / 10, 1) }
-    if dlsym(everywhere, "__asan_init") != nil { return max(count / 4, 1) }
+    if dlsym(nil, "__tsan_init") != nil { return max(count / 10, 1) }  // nil: RTLD_DEFAULT
+    if dlsym(nil, "__asan_init") != nil { return max(count / 4, 1) }
     return count
   }
 }

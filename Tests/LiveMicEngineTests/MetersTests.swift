@@ -1,0 +1,60 @@
+import Foundation
+import Testing
+
+@testable import LiveMicEngine
+
+/// Meters: peak and RMS per channel in dBFS, accumulated over cycles and reset by each read.
+@Suite struct MetersTests {
+  static func record(_ meters: Meters, channel: Int, _ samples: [Float]) {
+    samples.withUnsafeBufferPointer { meters.record(channel, $0.baseAddress!, samples.count) }
+  }
+
+  @Test("Peak and RMS per channel in dBFS; silence reads -200; a read resets")
+  func levels() {
+    let meters = Meters()
+    Self.record(meters, channel: 0, [Float](repeating: 0.5, count: 100))
+    Self.record(meters, channel: 3, (0..<100).map { $0 % 2 == 0 ? 1 : -1 })
+    meters.finishCycle(100)
+    let read = meters.read()
+    #expect(read.count == Meters.channelCount)
+    #expect(abs(read[0].peakDecibels - 20 * log10(0.5)) < 1e-4)
+    #expect(abs(read[0].rmsDecibels - 20 * log10(0.5)) < 1e-4)
+    #expect(read[1].peakDecibels == -200 && read[1].rmsDecibels == -200)
+    #expect(abs(read[3].peakDecibels) < 1e-6 && abs(read[3].rmsDecibels) < 1e-4)
+    #expect(meters.read().allSatisfy { $0.peakDecibels == -200 && $0.rmsDecibels == -200 }, "reset")
+  }
+
+  @Test("Over several cycles the peak is the largest and the RMS the mean power")
+  func accumulate() {
+    let meters = Meters()
+    Self.record(meters, channel: 2, [Float](repeating: 0.25, count: 64))
+    meters.finishCycle(64)
+    Self.record(meters, channel: 2, [Float](repeating: -0.75, count: 64))
+    meters.finishCycle(64)
+    let read = meters.read()[2]
+    #expect(abs(read.peakDecibels - 20 * log10(0.75)) < 1e-4)
+    let rms = ((0.25 * 0.25 + 0.75 * 0.75) / 2).squareRoot()
+    #expect(abs(read.rmsDecibels - 20 * log10(rms)) < 1e-3)
+  }
+
+  @Test("A non-finite sample does not poison the RMS")
+  func nonFinite() {
+    let meters = Meters()
+    Self.record(meters, channel: 0, [.infinity, 0.5])
+    meters.finishCycle(2)
+    #expect(meters.read()[0].rmsDecibels == -200, "an infinite sum is left out")
+  }
+
+  @Test("A cycle meters the dry input and the final output")
+  func throughCycle() {
+    let state = ProcessState(chain: Engine.chain(gain: 0.5), sampleRate: Engine.sampleRate)
+    let io = FakePorts()
+    io.input(left: 1, right: -0.5)
+    Engine.openRamp(state, io)
+    _ = state.meters.read()
+    io.run(state, frames: 256)
+    let read = state.meters.read()
+    let expected = [1, 0.5, 0.5, 0.25].map { 20 * log10($0) }
+    for i in 0..<4 { #expect(abs(read[i].peakDecibels - expected[i]) < 1e-4, "channel \(i)") }
+  }
+}
