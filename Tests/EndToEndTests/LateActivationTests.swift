@@ -1,0 +1,110 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+extension EndToEnd {
+  /// Most JACK clients register their ports and only then call `jack_activate`; jackd2 refuses
+  /// to connect a port of a client that is not active yet (`jack_connect` returns -1). LiveMic
+  /// must keep such a connection pending and make it once the client is active (issue 14).
+  @Suite("Clients that activate after registering their ports", .serialized)
+  struct LateActivationTests {
+    /// LiveMic's three connections to the late client, as (source, destination).
+    static func wanted(_ livemic: String) -> [(String, String)] {
+      [("late:out", "\(livemic):in_1"), ("\(livemic):out_1", "late:in_1"), ("\(livemic):out_2", "late:in_2")]
+    }
+
+    /// Whether all three connections exist, as the late client sees them.
+    static func connected(_ late: LateClient, _ livemic: String) -> Bool {
+      late.connections(of: "late:out") == ["\(livemic):in_1"]
+        && late.connections(of: "late:in_1") == ["\(livemic):out_1"]
+        && late.connections(of: "late:in_2") == ["\(livemic):out_2"]
+    }
+
+    /// The late client's generator reaches both of its inputs through LiveMic (`-p flat`).
+    static func expectAudioFlows(_ late: LateClient, _ livemic: LiveMicProcess, _ label: String) throws {
+      usleep(200_000)
+      let start = try late.record(frames: 4800)
+      let end = late.frameCount
+      let left = late.samples(channel: 0, from: start, to: end)
+      let right = late.samples(channel: 1, from: start, to: end)
+      #expect(
+        rms(left[...]) > 0.2 && rms(right[...]) > 0.2,
+        "\(label): rms \(rms(left[...])), \(rms(right[...])) at the late client's inputs: \(livemic.log)")
+    }
+
+    /// Each failed attempt is logged once, not at every retry, and so is each success.
+    static func expectLoggedOnce(_ livemic: LiveMicProcess, _ name: String) {
+      let log = livemic.log
+      for (source, destination) in wanted(name) {
+        let failures = log.components(separatedBy: "cannot connect '\(source)' to '\(destination)'").count - 1
+        #expect(failures <= 1, "\(source) → \(destination) failed \(failures) times in the log: \(log)")
+        let successes = log.components(separatedBy: "connected \(source) → \(destination)").count - 1
+        #expect(successes <= 1, "\(source) → \(destination) connected \(successes) times in the log: \(log)")
+      }
+    }
+
+    @Test("a client registered before LiveMic starts and activated 1 s later is connected, and audio flows")
+    func registeredBeforeStart() throws {
+      let server = try JackServer()
+      let late = try LateClient(name: "late", server: server.name)
+      let livemic = try LiveMicProcess(
+        [
+          "-s", server.name, "-n", "lmlate", "-p", "flat", "--connect-in", "late:out",
+          "--connect-out", "late:in_1,late:in_2",
+        ])
+      #expect(livemic.waitForLog("latency capture-to-playback"), "\(livemic.log)")
+      usleep(1_000_000)
+      try late.activate()
+      #expect(waitUntil(seconds: 3) { Self.connected(late, "lmlate") }, "\(livemic.log)")
+      try Self.expectAudioFlows(late, livemic, "at start")
+      Self.expectLoggedOnce(livemic, "lmlate")
+      #expect(livemic.interrupt() == 0)
+      late.close()
+      server.stop()
+    }
+
+    /// LiveMic is stopped (SIGSTOP) while the server is killed and restarted and the late client
+    /// registers on the new server, so LiveMic reconnects, deterministically, while that client
+    /// is registered but not active yet.
+    @Test("after a server restart, a client registered but not yet active is connected once it activates")
+    func registeredBeforeReconnect() throws {
+      let server = try JackServer()
+      var late = try LateClient(name: "late", server: server.name)
+      try late.activate()
+      let livemic = try LiveMicProcess(
+        [
+          "-s", server.name, "-n", "lmlate2", "-p", "flat", "--connect-in", "late:out",
+          "--connect-out", "late:in_1,late:in_2",
+        ])
+      #expect(livemic.waitForLog("latency capture-to-playback"), "\(livemic.log)")
+      #expect(waitUntil(seconds: 3) { Self.connected(late, "lmlate2") }, "\(livemic.log)")
+      late.close()
+      let pid = livemic.process.processIdentifier
+      kill(pid, SIGSTOP)
+      do {
+        try server.killAndRestart()
+        late = try LateClient(name: "late", server: server.name)
+      } catch {
+        kill(pid, SIGCONT)
+        throw error
+      }
+      kill(pid, SIGCONT)
+      #expect(livemic.waitForLog("reconnected to '\(server.name)'"), "\(livemic.log)")
+      if !TestBackend.isPipeWire {
+        // jackd2 refused all three: LiveMic did reconnect while the client was not active.
+        #expect(livemic.log.contains("0 connection(s) restored, 3 waiting"), "\(livemic.log)")
+      }
+      usleep(1_000_000)
+      try late.activate()
+      #expect(waitUntil(seconds: 3) { Self.connected(late, "lmlate2") }, "\(livemic.log)")
+      try Self.expectAudioFlows(late, livemic, "after the restart")
+      #expect(livemic.process.isRunning, "\(livemic.log)")
+      #expect(livemic.interrupt() == 0)
+      late.close()
+      server.stop()
+    }
+  }
+}
