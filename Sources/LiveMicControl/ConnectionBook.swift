@@ -2,8 +2,10 @@ import Dispatch
 import LiveMicEngine
 
 /// The connections of LiveMic's ports, as last seen: those LiveMic made and those a user made
-/// (in qjackctl, with jack_connect…). After a server restart they are made again; a connection
-/// whose other port does not exist yet waits until that port appears.
+/// (in qjackctl, with jack_connect…). After a server restart they are made again. A connection
+/// whose other port does not exist yet, or that JACK refused (jackd2 refuses to connect a port
+/// of a client that has registered it but is not active yet), is pending: it is tried again on
+/// every graph change and, while one was refused, on a back-off timer (`nextRetry`).
 ///
 /// Thread: the supervisor.
 final class ConnectionBook {
@@ -15,6 +17,15 @@ final class ConnectionBook {
   }
   private var known: Set<Connection> = []
   private var pending: Set<Connection> = []
+  /// Pending connections whose port exists but that JACK refused, already logged: each failure
+  /// is logged once, not at every retry.
+  private var refused: Set<Connection> = []
+  /// The back-off between retries of refused connections: 50 ms, doubling up to 2 s.
+  private static let firstRetryMilliseconds = 50
+  private static let lastRetryMilliseconds = 2000
+  private var retryMilliseconds = ConnectionBook.firstRetryMilliseconds
+  /// When the refused connections are to be tried again; nil while none is refused.
+  private(set) var nextRetry: DispatchTime?
   /// The book before the last reading that forgot connections, and when that was: a server
   /// dying can tear connections down before it reports its death (PipeWire's libjack does), and
   /// those connections must not count as a user's undoing (`serverLost`).
@@ -44,6 +55,8 @@ final class ConnectionBook {
       pending.insert(c)
     }
     pending.subtract(now)
+    refused.formIntersection(pending)
+    if refused.isEmpty { nextRetry = nil }
     let next = now.union(pending)
     if !known.isSubset(of: next) {
       beforeForgetting = known
@@ -65,7 +78,8 @@ final class ConnectionBook {
   }
 
   /// Connects one of LiveMic's ports (short name) as asked on the command line or by default;
-  /// when the other port does not exist yet, the connection waits for it (reported once).
+  /// when the other port does not exist yet (reported once) or JACK refuses the connection
+  /// (logged once), the connection is pending and made later.
   func want(_ ours: String, _ theirs: String, output: Bool, client: JackClient) {
     let c = Connection(ours: ours, theirs: theirs, output: output)
     known.insert(c)
@@ -74,41 +88,84 @@ final class ConnectionBook {
       Log.info("'\(theirs)' does not exist yet: LiveMic connects to it when it appears")
       return
     }
-    let full = "\(client.name):\(ours)"
-    do {
-      if output { try client.connect(full, theirs) } else { try client.connect(theirs, full) }
-    } catch {
-      Log.error(error.description)
+    if let error = attempt(c, client) {
+      pending.insert(c)
+      refuse(c, error)
     }
   }
 
-  /// Makes every known connection on a new client; those whose port is missing wait.
+  /// Makes every known connection on a new client; those whose port is missing or that JACK
+  /// refuses are pending.
   func restore(_ client: JackClient) {
     restoredCount = 0
     pending = []
+    refused = []
+    nextRetry = nil
     for c in known {
-      if connect(c, client) { restoredCount += 1 } else { pending.insert(c) }
+      guard client.portExists(c.theirs) else {
+        pending.insert(c)
+        continue
+      }
+      if let error = attempt(c, client) {
+        pending.insert(c)
+        refuse(c, error)
+      } else {
+        restoredCount += 1
+      }
     }
   }
 
-  /// Makes the waiting connections whose ports now exist.
+  /// Whether the back-off timer says to try the refused connections again now.
+  var retryDue: Bool {
+    guard let nextRetry else { return false }
+    return DispatchTime.now() >= nextRetry
+  }
+
+  /// Makes the pending connections whose ports now exist; one JACK refuses stays pending (its
+  /// first refusal is logged) and is tried again on the back-off timer.
   func connectPending(_ client: JackClient) {
-    for c in pending where connect(c, client) {
+    let due = retryDue
+    for c in pending where client.portExists(c.theirs) {
+      if let error = attempt(c, client) {
+        refuse(c, error)
+        continue
+      }
       pending.remove(c)
+      let wasRefused = refused.remove(c) != nil
       Log.info(
-        "connected \(c.output ? "\(client.name):\(c.ours) → \(c.theirs)" : "\(c.theirs) → \(client.name):\(c.ours)") (its port appeared)"
-      )
+        "connected \(describe(c, client)) ("
+          + (wasRefused ? "JACK accepted it on a later try" : "its port appeared")
+          + ")")
+    }
+    if refused.isEmpty {
+      nextRetry = nil
+    } else if due || nextRetry == nil {
+      if due { retryMilliseconds = min(retryMilliseconds * 2, Self.lastRetryMilliseconds) }
+      nextRetry = .now() + .milliseconds(retryMilliseconds)
     }
   }
 
-  private func connect(_ c: Connection, _ client: JackClient) -> Bool {
-    guard client.portExists(c.theirs) else { return false }
+  /// Notes that JACK refused a pending connection: the first refusal is logged and starts the
+  /// back-off timer from its shortest interval.
+  private func refuse(_ c: Connection, _ error: EngineError) {
+    guard refused.insert(c).inserted else { return }
+    Log.error(error.description + "; LiveMic keeps trying (the other client may not be active yet)")
+    retryMilliseconds = Self.firstRetryMilliseconds
+    nextRetry = .now() + .milliseconds(retryMilliseconds)
+  }
+
+  private func describe(_ c: Connection, _ client: JackClient) -> String {
+    c.output ? "\(client.name):\(c.ours) → \(c.theirs)" : "\(c.theirs) → \(client.name):\(c.ours)"
+  }
+
+  /// Connects `c`; nil when it is made (or was there), else JACK's refusal.
+  private func attempt(_ c: Connection, _ client: JackClient) -> EngineError? {
     let ours = "\(client.name):\(c.ours)"
-    do {
+    do throws(EngineError) {
       if c.output { try client.connect(ours, c.theirs) } else { try client.connect(c.theirs, ours) }
-      return true
+      return nil
     } catch {
-      return false
+      return error
     }
   }
 }

@@ -67,7 +67,7 @@ extension LiveSession {
         "reconnected to '\(serverLabel)' after " + String(format: "%.0f", ms) + " ms: "
           + "\(Int(client.sampleRate)) Hz, \(client.bufferFrames) frames per period, "
           + "\(book.restoredCount) connection(s) restored"
-          + (book.pendingCount > 0 ? ", \(book.pendingCount) waiting for their ports" : ""))
+          + (book.pendingCount > 0 ? ", \(book.pendingCount) waiting for their ports or clients" : ""))
       return (client, state)
     }
   }
@@ -84,7 +84,7 @@ extension LiveSession {
     var freewheeling = false
     xrunHistory.removeAll()  // a new client counts from zero
     while true {
-      _ = events.wake.wait(timeout: nextWakeTimeout())
+      _ = events.wake.wait(timeout: min(nextWakeTimeout(), book.nextRetry ?? .distantFuture))
       streamMeters(state)
       if stopRequested.load(ordering: .acquiring) {
         state.ramp.fadeOut()
@@ -129,7 +129,8 @@ extension LiveSession {
         reloadPreset(client, state: state, reason: "the file changed")
       }
       // Keep the book of connections current (a user may patch in qjackctl), and make the
-      // connections still waiting for their ports once those appear.
+      // pending connections once their ports appear or their clients are active (graph changes,
+      // client registrations, and the book's back-off timer for connections JACK refused).
       if events.graphChanged.exchange(false, ordering: .acquiringAndReleasing) {
         // Let the graph settle first: a client that quits drops its connections a moment
         // before its ports, and that must not read as a user undoing them.
@@ -149,6 +150,7 @@ extension LiveSession {
         }
         book.record(client, vanished: events.takeVanishedPorts())
       }
+      if !suspended && book.retryDue { book.connectPending(client) }
       if unmuteRequested.exchange(false, ordering: .acquiringAndReleasing) {
         _ = unmute(client, state)
       }

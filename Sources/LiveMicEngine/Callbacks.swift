@@ -57,6 +57,20 @@ func livemicGraphChanged(context: UnsafeMutableRawPointer?) {
   events.wake.signal()
 }
 
+/// A client opened or closed: the supervisor re-reads the graph and retries the pending
+/// connections (jackd2 refuses to connect a client's ports until it is active; its activation
+/// may bring no port registration, but a graph order change or another client's arrival does).
+func livemicClientRegistration(context: UnsafeMutableRawPointer?) {
+  livemicGraphChanged(context: context)
+}
+
+/// The graph's processing order changed (a client activated or deactivated, a connection
+/// changed): as `livemicGraphChanged`.
+func livemicGraphOrder(context: UnsafeMutableRawPointer?) -> Int32 {
+  livemicGraphChanged(context: context)
+  return 0
+}
+
 /// A port registered or unregistered: an unregistered port's name is noted for the supervisor
 /// (its connections went with it), then the graph is re-read. Runs on libjack's notification
 /// thread, never on the process thread.

@@ -149,6 +149,9 @@ public final class JackClient: @unchecked Sendable {
       handle, { livemicPortRegistration(id: $0, registered: $1, context: $2) }, eventsContext)
     jack_set_port_connect_callback(
       handle, { _, _, _, context in livemicGraphChanged(context: context) }, eventsContext)
+    jack_set_client_registration_callback(
+      handle, { _, _, context in livemicClientRegistration(context: context) }, eventsContext)
+    jack_set_graph_order_callback(handle, { livemicGraphOrder(context: $0) }, eventsContext)
     jack_set_latency_callback(
       handle,
       { mode, context in
