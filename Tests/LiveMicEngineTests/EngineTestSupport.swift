@@ -69,9 +69,11 @@ enum Engine {
     slot.current().toOpaque() == Unmanaged.passUnretained(chain).toOpaque()
   }
 
-  /// Runs silent cycles of `frames` until the output ramp is fully open (1 s at 48 kHz).
+  /// Runs cycles of `frames` until the output ramp is fully open (1 s at 48 kHz), then one more,
+  /// whose output is the chain's untouched.
   static func openRamp(_ state: ProcessState, _ io: FakePorts, frames: Int = 512) {
     while !state.ramp.isFullyOpen { io.run(state, frames: frames) }
+    io.run(state, frames: frames)
   }
 
   /// A stress count scaled down under the sanitizers (about 5–20 times slower): a tenth of
