@@ -1,4 +1,7 @@
+#define _GNU_SOURCE
 #include "lv2support.h"
+
+#include <pthread.h>
 
 #include <lv2/log/log.h>
 #include <stdarg.h>
@@ -47,7 +50,7 @@ void livemic_log_queue_free(LiveMicLogQueue *q) {
   free(q);
 }
 
-static void push(LiveMicLogQueue *q, uint32_t type, const char *text) {
+int livemic_log_queue_push(LiveMicLogQueue *q, uint32_t type, const char *text) {
   size_t pos = atomic_load_explicit(&q->enqueue, memory_order_relaxed);
   for (;;) {
     Cell *cell = &q->cells[pos & q->mask];
@@ -60,11 +63,11 @@ static void push(LiveMicLogQueue *q, uint32_t type, const char *text) {
         strncpy(cell->text, text, LINE_BYTES - 1);
         cell->text[LINE_BYTES - 1] = '\0';
         atomic_store_explicit(&cell->sequence, pos + 1, memory_order_release);
-        return;
+        return 1;
       }
     } else if (diff < 0) {
       atomic_fetch_add_explicit(&q->dropped, 1, memory_order_relaxed);
-      return;
+      return 0;
     } else {
       pos = atomic_load_explicit(&q->enqueue, memory_order_relaxed);
     }
@@ -98,7 +101,7 @@ static int log_vprintf(LV2_Log_Handle handle, LV2_URID type, const char *fmt, va
   // Plugins end lines with a newline; the log adds its own.
   size_t len = strnlen(line, sizeof line);
   while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = '\0';
-  push((LiveMicLogQueue *)handle, type, line);
+  livemic_log_queue_push((LiveMicLogQueue *)handle, type, line);
   return n;
 }
 
@@ -117,4 +120,11 @@ void *livemic_log_feature_new(LiveMicLogQueue *queue) {
   log->printf = log_printf;
   log->vprintf = log_vprintf;
   return log;
+}
+
+void livemic_set_thread_name(const char *name) {
+  char truncated[16];
+  strncpy(truncated, name, sizeof truncated - 1);
+  truncated[sizeof truncated - 1] = '\0';
+  pthread_setname_np(pthread_self(), truncated);
 }

@@ -261,9 +261,11 @@ public final class PluginStage: ChainStage, @unchecked Sendable {
   }
 
   deinit {
+    // The worker thread is joined first: it calls the plugin's `work`, which must not run
+    // during or after `deactivate`.
     for (k, instance) in instances.enumerated() {
-      lilv_instance_deactivate(instance)
       features[k].worker.stop()
+      lilv_instance_deactivate(instance)
       lilv_instance_free(instance)
     }
     for c in controls { c.deallocate() }

@@ -1,4 +1,5 @@
 import CJack
+import CLV2Support
 import CLilv
 import Foundation
 import Synchronization
@@ -7,56 +8,72 @@ import Synchronization
 /// and wakes a non-real-time thread, which calls the plugin's `work`; its responses come back
 /// through a second ring and are delivered by `deliverResponses` on the audio thread.
 ///
-/// Thread: `schedule`, `deliverResponses` on the audio thread; the worker thread its own.
+/// Thread: `schedule`, `deliverResponses` on the audio thread; `start`, `stop` and `deinit` on
+/// the owner's thread (off the audio thread). The worker thread holds only its `WorkerThread`,
+/// never the worker, so dropping a running worker runs `deinit`, which stops and joins it.
 final class PluginWorker: @unchecked Sendable {
   static let ringBytes = 1 << 16
   static let maxMessageBytes = 4096
-  private let requests = jack_ringbuffer_create(ringBytes)!
-  private let responses = jack_ringbuffer_create(ringBytes)!
+  /// Audio thread → worker thread.
+  let requests = WorkerRing(bytes: ringBytes, maxMessageBytes: maxMessageBytes)
+  /// Worker thread → audio thread.
+  let responses = WorkerRing(bytes: ringBytes, maxMessageBytes: maxMessageBytes)
   private let wake = DispatchSemaphore(value: 0)
   private let scratch = UnsafeMutableRawPointer.allocate(byteCount: maxMessageBytes, alignment: 16)
-  private let workScratch = UnsafeMutableRawPointer.allocate(byteCount: maxMessageBytes, alignment: 16)
+  /// Written once by `start`, before the stage is published to the audio thread (the chain
+  /// slot's release/acquire orders the writes before `deliverResponses`); read-only after.
   private var interface: UnsafePointer<LV2_Worker_Interface>?
   private var handle: LV2_Handle?
-  private var thread: Thread?
-  private let stopping = ManagedAtomicFlag()
+  /// The worker thread while it runs; only the owner's thread touches it.
+  private var running: (id: pthread_t, thread: WorkerThread)?
 
-  init() {
-    jack_ringbuffer_mlock(requests)
-    jack_ringbuffer_mlock(responses)
-  }
+  init() {}
 
   deinit {
     stop()
-    jack_ringbuffer_free(requests)
-    jack_ringbuffer_free(responses)
     scratch.deallocate()
-    workScratch.deallocate()
   }
 
-  /// Starts the worker thread for an instance that has the worker interface.
-  func start(interface: UnsafePointer<LV2_Worker_Interface>, handle: LV2_Handle?) {
+  /// Starts the worker thread for an instance that has the worker interface; false (and no
+  /// worker: `schedule` then fails once the ring is full) when the thread cannot be created.
+  @discardableResult
+  func start(interface: UnsafePointer<LV2_Worker_Interface>, handle: LV2_Handle?) -> Bool {
+    precondition(running == nil && self.interface == nil, "a worker is started once")
+    guard let handle else { return false }
     self.interface = interface
     self.handle = handle
-    let thread = Thread { [unowned self] in self.loop() }
-    thread.name = "livemic-lv2-worker"
-    self.thread = thread
-    thread.start()
+    let thread = WorkerThread(
+      requests: requests, responses: responses, wake: wake, interface: interface, handle: handle)
+    let context = Unmanaged.passRetained(thread).toOpaque()
+    var id = pthread_t()
+    let result = pthread_create(
+      &id, nil,
+      { context in
+        Unmanaged<WorkerThread>.fromOpaque(context!).takeRetainedValue().run()
+        return nil
+      }, context)
+    guard result == 0 else {
+      Unmanaged<WorkerThread>.fromOpaque(context).release()
+      return false
+    }
+    running = (id, thread)
+    return true
   }
 
-  /// Stops the worker thread (off the audio thread, after the instance is deactivated).
+  /// Stops the worker thread and waits for it to exit (off the audio thread, once the audio
+  /// thread no longer runs the instance, before it is deactivated). Queued requests are dropped.
   func stop() {
-    guard thread != nil else { return }
-    stopping.set()
+    guard let running else { return }
+    running.thread.stopping.store(true, ordering: .releasing)
     wake.signal()
-    while !stopping.finished { usleep(1000) }
-    thread = nil
+    pthread_join(running.id, nil)
+    self.running = nil
   }
 
   /// Queues work for the worker thread.
   /// - Realtime: safe
   func schedule(size: UInt32, data: UnsafeRawPointer?) -> LV2_Worker_Status {
-    guard Self.write(requests, size: size, data: data) else { return LV2_WORKER_ERR_NO_SPACE }
+    guard requests.write(size: size, data: data) else { return LV2_WORKER_ERR_NO_SPACE }
     wake.signal()
     return LV2_WORKER_SUCCESS
   }
@@ -65,69 +82,56 @@ final class PluginWorker: @unchecked Sendable {
   /// - Realtime: safe
   func deliverResponses() {
     guard let interface, let handle else { return }
-    while let size = Self.read(responses, into: scratch) {
+    while let size = responses.read(into: scratch) {
       _ = interface.pointee.work_response?(handle, size, scratch)
     }
     _ = interface.pointee.end_run?(handle)
   }
+}
 
-  private func loop() {
+/// The worker thread's side: the request ring it reads, the response ring the plugin's `work`
+/// writes through `respond`, its own scratch buffer. Retained by the thread while it runs.
+///
+/// Thread: `run` on the worker thread; `stopping` is set by `PluginWorker.stop`.
+private final class WorkerThread: @unchecked Sendable {
+  let requests: WorkerRing
+  let responses: WorkerRing
+  let wake: DispatchSemaphore
+  let interface: UnsafePointer<LV2_Worker_Interface>
+  let handle: LV2_Handle
+  let stopping = Atomic<Bool>(false)
+  private let scratch = UnsafeMutableRawPointer.allocate(
+    byteCount: PluginWorker.maxMessageBytes, alignment: 16)
+
+  init(
+    requests: WorkerRing, responses: WorkerRing, wake: DispatchSemaphore,
+    interface: UnsafePointer<LV2_Worker_Interface>, handle: LV2_Handle
+  ) {
+    self.requests = requests
+    self.responses = responses
+    self.wake = wake
+    self.interface = interface
+    self.handle = handle
+  }
+
+  deinit { scratch.deallocate() }
+
+  /// Waits for a wake-up, then runs every queued request, until `stopping` is set.
+  func run() {
+    livemic_set_thread_name("livemic-lv2-wk")
+    let respondHandle = Unmanaged.passUnretained(self).toOpaque()
     while true {
       wake.wait()
-      if stopping.isSet { break }
-      guard let interface, let handle else { continue }
-      while let size = Self.read(requests, into: workScratch) {
+      if stopping.load(ordering: .acquiring) { return }
+      while let size = requests.read(into: scratch) {
         _ = interface.pointee.work?(
           handle,
           { respondHandle, size, data in
-            let worker = Unmanaged<PluginWorker>.fromOpaque(respondHandle!).takeUnretainedValue()
-            return PluginWorker.write(worker.responses, size: size, data: data)
+            let thread = Unmanaged<WorkerThread>.fromOpaque(respondHandle!).takeUnretainedValue()
+            return thread.responses.write(size: size, data: data)
               ? LV2_WORKER_SUCCESS : LV2_WORKER_ERR_NO_SPACE
-          }, Unmanaged.passUnretained(self).toOpaque(), size, workScratch)
+          }, respondHandle, size, scratch)
       }
     }
-    stopping.finish()
   }
-
-  /// Writes a size-prefixed message, or nothing when it does not fit.
-  /// - Realtime: safe
-  private static func write(
-    _ ring: UnsafeMutablePointer<jack_ringbuffer_t>, size: UInt32, data: UnsafeRawPointer?
-  ) -> Bool {
-    guard Int(size) <= maxMessageBytes, jack_ringbuffer_write_space(ring) >= 4 + Int(size) else {
-      return false
-    }
-    var s = size
-    withUnsafeBytes(of: &s) {
-      _ = jack_ringbuffer_write(ring, $0.baseAddress!.assumingMemoryBound(to: CChar.self), 4)
-    }
-    if size > 0, let data {
-      _ = jack_ringbuffer_write(ring, data.assumingMemoryBound(to: CChar.self), Int(size))
-    }
-    return true
-  }
-
-  /// Reads one message into `buffer`; nil when the ring is empty.
-  /// - Realtime: safe
-  private static func read(
-    _ ring: UnsafeMutablePointer<jack_ringbuffer_t>, into buffer: UnsafeMutableRawPointer
-  ) -> UInt32? {
-    guard jack_ringbuffer_read_space(ring) >= 4 else { return nil }
-    var size: UInt32 = 0
-    withUnsafeMutableBytes(of: &size) {
-      _ = jack_ringbuffer_read(ring, $0.baseAddress!.assumingMemoryBound(to: CChar.self), 4)
-    }
-    _ = jack_ringbuffer_read(ring, buffer.assumingMemoryBound(to: CChar.self), Int(size))
-    return size
-  }
-}
-
-/// A stop flag and a finished flag for a worker thread.
-final class ManagedAtomicFlag: @unchecked Sendable {
-  private let stopFlag = Atomic<Bool>(false)
-  private let doneFlag = Atomic<Bool>(false)
-  var isSet: Bool { stopFlag.load(ordering: .acquiring) }
-  var finished: Bool { doneFlag.load(ordering: .acquiring) }
-  func set() { stopFlag.store(true, ordering: .releasing) }
-  func finish() { doneFlag.store(true, ordering: .releasing) }
 }
