@@ -8,47 +8,38 @@ import Synchronization
 ///
 /// Thread: `apply` on the audio thread; `bind`/`clear` on the supervisor.
 public final class MidiMap: @unchecked Sendable {
-  /// 16 channels × 128 controllers; -1 = unmapped, else the parameter's index in the targets.
-  private let index: UnsafeMutablePointer<Atomic<Int32>>
-  private let minimum: UnsafeMutablePointer<Atomic<UInt32>>
-  private let maximum: UnsafeMutablePointer<Atomic<UInt32>>
+  /// 16 channels × 128 controllers, each one binding in one double-word atomic, so the audio
+  /// thread never reads half of a re-binding: the parameter's index in the targets (-1:
+  /// unmapped), and its range (minimum and maximum Float bits, high and low half).
+  private let bindings: UnsafeMutablePointer<Atomic<WordPair>>
   /// The last controller that moved, as `seen << 16 | channel << 8 | cc`, for MIDI learn.
   public let lastMoved = Atomic<UInt64>(0)
   private static let slots = 16 * 128
 
   public init() {
-    index = .allocate(capacity: Self.slots)
-    minimum = .allocate(capacity: Self.slots)
-    maximum = .allocate(capacity: Self.slots)
-    for i in 0..<Self.slots {
-      (index + i).initialize(to: Atomic(-1))
-      (minimum + i).initialize(to: Atomic(0))
-      (maximum + i).initialize(to: Atomic(0))
-    }
+    bindings = .allocate(capacity: Self.slots)
+    for i in 0..<Self.slots { (bindings + i).initialize(to: Atomic(Self.unmapped)) }
   }
 
   deinit {
-    index.deinitialize(count: Self.slots)
-    minimum.deinitialize(count: Self.slots)
-    maximum.deinitialize(count: Self.slots)
-    index.deallocate()
-    minimum.deallocate()
-    maximum.deallocate()
+    bindings.deinitialize(count: Self.slots)
+    bindings.deallocate()
   }
+
+  private static let unmapped = WordPair(first: UInt(bitPattern: -1), second: 0)
 
   /// Maps `cc` on `channel` (0–15, or nil for all 16) to parameter `parameter` of `chain`.
   public func bind(cc: Int, channel: Int?, to parameter: VoiceChain.Parameter) {
     for ch in channel.map({ [$0] }) ?? Array(0..<16) {
-      let slot = ch * 128 + cc
-      minimum[slot].store(parameter.spec.minimum.bitPattern, ordering: .relaxed)
-      maximum[slot].store(parameter.spec.maximum.bitPattern, ordering: .relaxed)
-      index[slot].store(Int32(parameter.index), ordering: .releasing)
+      let range = UInt(parameter.spec.minimum.bitPattern) << 32 | UInt(parameter.spec.maximum.bitPattern)
+      bindings[ch * 128 + cc].store(
+        WordPair(first: UInt(bitPattern: parameter.index), second: range), ordering: .releasing)
     }
   }
 
   /// Removes every mapping.
   public func clear() {
-    for i in 0..<Self.slots { index[i].store(-1, ordering: .relaxed) }
+    for i in 0..<Self.slots { bindings[i].store(Self.unmapped, ordering: .releasing) }
   }
 
   /// Applies the control changes in one cycle's MIDI buffer: each mapped CC sets its parameter
@@ -79,11 +70,11 @@ public final class MidiMap: @unchecked Sendable {
     let value = Float(data2 & 0x7F) / 127
     let moved = lastMoved.load(ordering: .relaxed) >> 16
     lastMoved.store((moved &+ 1) << 16 | UInt64(channel) << 8 | UInt64(cc), ordering: .relaxed)
-    let slot = channel * 128 + cc
-    let parameter = Int(index[slot].load(ordering: .acquiring))
+    let binding = bindings[channel * 128 + cc].load(ordering: .acquiring)
+    let parameter = Int(bitPattern: binding.first)
     guard parameter >= 0 && parameter < count else { return }
-    let lo = Float(bitPattern: minimum[slot].load(ordering: .relaxed))
-    let hi = Float(bitPattern: maximum[slot].load(ordering: .relaxed))
+    let lo = Float(bitPattern: UInt32(truncatingIfNeeded: binding.second >> 32))
+    let hi = Float(bitPattern: UInt32(truncatingIfNeeded: binding.second))
     targets.set(parameter, lo + (hi - lo) * value)
   }
 }
