@@ -10,6 +10,9 @@ import Synchronization
 final class LiveCounter: Sendable {
   let created = Atomic<Int>(0)
   let destroyed = Atomic<Int>(0)
+  /// Instances freed that never processed a block beyond the one of their chain's `prepare`
+  /// (a chain taken back before the audio thread ran it).
+  let neverRun = Atomic<Int>(0)
   /// Instances alive now.
   var live: Int { created.load(ordering: .acquiring) - destroyed.load(ordering: .acquiring) }
 }
@@ -35,13 +38,21 @@ final class ProbeStage: ChainStage {
     counter?.created.add(1, ordering: .relaxed)
   }
 
-  deinit { counter?.destroyed.add(1, ordering: .releasing) }
+  /// Blocks processed (written on the thread running the chain; read at deinit, after the slot's
+  /// handover).
+  private var blocks = 0
+
+  deinit {
+    if blocks <= 1 { counter?.neverRun.add(1, ordering: .relaxed) }
+    counter?.destroyed.add(1, ordering: .releasing)
+  }
 
   func prepare(sampleRate: Double, maxFrames: Int) {}
   func reset() {}
 
   /// - Realtime: safe
   func process(_ block: StereoBlock, targets: ParameterTargets) {
+    blocks += 1
     for f in 0..<block.frames {
       block.left[f] *= gain
       block.right[f] *= gain
