@@ -77,6 +77,8 @@ final class TestClient: @unchecked Sendable {
     sampleRate = Double(jack_get_sample_rate(h))
     capacity = Int(seconds * sampleRate)
     frameTimes = .allocate(capacity: capacity)
+    // Touched now, so the process thread never takes a page fault writing it.
+    frameTimes.initialize(repeating: 0, count: capacity)
     if midi {
       midiPort = jack_port_register(h, "midi_out", "8 bit raw midi", UInt(JackPortIsOutput.rawValue), 0)
     }
