@@ -73,6 +73,18 @@ final class NetJackRig {
   }
 
   /// The last lines of both servers' logs, for failure messages.
+  /// Lines in the servers' logs that say the link or a server lost a cycle (xruns, missing or
+  /// late network packets): evidence, independent of a test's assertion, that a take was spoilt.
+  var linkTroubles: Int {
+    [masterLog, slaveLog].reduce(0) { count, url in
+      let text = (try? String(contentsOf: url, encoding: .utf8)) ?? ""
+      return count
+        + text.split(separator: "\n").filter {
+          $0.contains("XRun") || $0.contains("missing") || $0.contains("late") || $0.contains("Packet")
+        }.count
+    }
+  }
+
   var logs: String {
     func tail(_ url: URL) -> String {
       let text = (try? String(contentsOf: url, encoding: .utf8)) ?? ""
