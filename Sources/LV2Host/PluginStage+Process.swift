@@ -43,6 +43,7 @@ extension PluginStage {
         c = target
       }
       current[i] = c
+      appliedControls[i].store(c.bitPattern, ordering: .relaxed)
       let port = rt.controlInputs[i]
       rt.controls0[port] = c
       rt.controls1?[port] = c
@@ -87,6 +88,7 @@ extension PluginStage {
       lilv_instance_run(instance1, UInt32(frames))
       rt.worker1?._withUnsafeGuaranteedRef { $0.deliverResponses() }
     }
+    if latencyPort >= 0 { reportedLatency.store(rt.controls0[latencyPort].bitPattern, ordering: .relaxed) }
     block.left.update(from: rt.outputLeft, count: frames)
     block.right.update(from: rt.outputRight, count: frames)
 

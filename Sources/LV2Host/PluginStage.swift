@@ -1,6 +1,7 @@
 import CLilv
 import DSP
 import Foundation
+import Synchronization
 
 /// A plugin entry of a chain, as a preset or `--plugin` describes it.
 ///
@@ -59,6 +60,13 @@ public final class PluginStage: ChainStage, @unchecked Sendable {
   /// Per control input: whether it is smoothed (continuous) or applied at once.
   let smoothed: UnsafeMutablePointer<Bool>
   let current: UnsafeMutablePointer<Float>
+  /// The control values the audio thread last applied, one atomic per control input (as Float
+  /// bit patterns), for `saveState` on another thread; `current` is the audio thread's own.
+  let appliedControls: UnsafeMutablePointer<Atomic<UInt32>>
+  /// The `lv2:latency` output port, or -1; its value is published to `reportedLatency` by the
+  /// audio thread after each run, for `latencyFrames` on other threads.
+  let latencyPort: Int
+  let reportedLatency: Atomic<UInt32>
   let dryLeft: UnsafeMutablePointer<Float>
   let dryRight: UnsafeMutablePointer<Float>
   var bypassMix: Float
@@ -214,12 +222,14 @@ public final class PluginStage: ChainStage, @unchecked Sendable {
     var specs: [(ParameterSpec, Float)] = []
     smoothed = .allocate(capacity: max(inputs.count, 1))
     current = .allocate(capacity: max(inputs.count, 1))
+    appliedControls = .allocate(capacity: max(inputs.count, 1))
     for (i, port) in inputs.enumerated() {
       let spec = Self.spec(for: port)
       let value = spec.sanitize(restore.values[port.symbol] ?? port.defaultValue)
       specs.append((spec, value))
       smoothed[i] = spec.kind == .continuous
       current[i] = value
+      (appliedControls + i).initialize(to: Atomic(value.bitPattern))
       for c in controls { c[port.index] = value }
     }
     specs.append((BuiltinUnits.bypassParameter, description.bypassed ? 1 : 0))
@@ -235,6 +245,8 @@ public final class PluginStage: ChainStage, @unchecked Sendable {
     }
     parameterSpecs = specs
     bypassMix = description.bypassed ? 1 : 0
+    latencyPort = info.latencyPort ?? -1
+    reportedLatency = Atomic(info.latencyPort.map { controls[0][$0] }?.bitPattern ?? 0)
     bypassStep = Float(1 / max(settings.sampleRate * 0.01, 1))
     dryLeft = .allocate(capacity: capacity)
     dryRight = .allocate(capacity: capacity)
@@ -275,6 +287,8 @@ public final class PluginStage: ChainStage, @unchecked Sendable {
     rt.deallocate()
     smoothed.deallocate()
     current.deallocate()
+    appliedControls.deinitialize(count: controlInputs.count)
+    appliedControls.deallocate()
     dryLeft.deallocate()
     dryRight.deallocate()
   }
@@ -310,10 +324,12 @@ public final class PluginStage: ChainStage, @unchecked Sendable {
   /// Plugins keep their own state; there is nothing to clear without re-activating.
   public func reset() {}
 
-  /// The latency the plugin reports on its `lv2:latency` output, in frames.
+  /// The latency the plugin reports on its `lv2:latency` output, in frames (as of its last
+  /// run; 0 for a value that is not a finite, non-negative frame count). Any thread.
   public var latencyFrames: Int {
-    guard let port = info.latencyPort else { return 0 }
-    return max(0, Int(controls[0][port].rounded()))
+    guard latencyPort >= 0 else { return 0 }
+    let frames = Float(bitPattern: reportedLatency.load(ordering: .relaxed)).rounded()
+    return frames.isFinite && frames > 0 ? Int(min(frames, 16_777_216)) : 0
   }
 
   /// Whether the plugin keeps state beyond its control ports (it has the state interface).
@@ -325,8 +341,8 @@ public final class PluginStage: ChainStage, @unchecked Sendable {
     guard let plugin = world.plugin(info.uri) else { throw .unknownURI(info.uri) }
     try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
     let values = PortValues(
-      symbols: info.ports.filter { $0.kind == .control && $0.isInput }.map { ($0.symbol, current) })
-    values.load(controlInputs.count)
+      symbols: info.ports.filter { $0.kind == .control && $0.isInput }.map(\.symbol), source: appliedControls)
+    values.load()
     let box = Unmanaged.passRetained(values)
     defer { box.release() }
     values.floatType = world.urids.map(URI.atomFloat)
@@ -428,19 +444,22 @@ struct RealtimeView {
 final class PortValues {
   var index: [String: Int] = [:]
   let storage: UnsafeMutablePointer<Float>
-  private let source: UnsafeMutablePointer<Float>?
+  private let count: Int
+  private let source: UnsafeMutablePointer<Atomic<UInt32>>
   var floatType: UInt32 = 0
 
-  init(symbols: [(String, UnsafeMutablePointer<Float>)]) {
-    storage = .allocate(capacity: max(symbols.count, 1))
-    source = symbols.first?.1
-    for (i, (symbol, _)) in symbols.enumerated() { index[symbol] = i }
+  /// `symbols` in control-input order; `source` the stage's applied values in the same order.
+  init(symbols: [String], source: UnsafeMutablePointer<Atomic<UInt32>>) {
+    count = symbols.count
+    storage = .allocate(capacity: max(count, 1))
+    self.source = source
+    for (i, symbol) in symbols.enumerated() { index[symbol] = i }
   }
 
-  /// Copies the current values (the stage's smoothed control values, in control-input order).
-  func load(_ count: Int) {
-    guard let source else { return }
-    for i in 0..<count { storage[i] = source[i] }
+  /// Copies the values the audio thread last applied (each one atomically; together they may
+  /// span two cycles while a control is being smoothed).
+  func load() {
+    for i in 0..<count { storage[i] = Float(bitPattern: source[i].load(ordering: .relaxed)) }
   }
 
   deinit { storage.deallocate() }
