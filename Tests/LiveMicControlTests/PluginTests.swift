@@ -280,7 +280,8 @@ struct PluginTests {
     for _ in 0..<200 where !ready {
       var (left, right) = ([Float](repeating: 0.25, count: 256), [Float](repeating: 0.25, count: 256))
       Installed.process(built.chain, &left, &right)
-      ready = abs(left[255] - 0.25) < 1e-4
+      // Each channel's instance has its own worker: both must have swapped their IR in.
+      ready = abs(left[255] - 0.25) < 1e-4 && abs(right[255] - 0.25) < 1e-4
       if !ready { usleep(10_000) }
     }
     #expect(ready, "the worker never swapped the IR in (output still silent after 2 s)")
