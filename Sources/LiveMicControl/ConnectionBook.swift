@@ -41,9 +41,7 @@ final class ConnectionBook {
   /// back already, so it is wanted still and made again at once.
   func record(_ client: JackClient, vanished: Set<String> = []) {
     var now: Set<Connection> = []
-    for (full, output) in client.inputPortNames.map({ ($0, false) })
-      + client.outputPortNames.map({ ($0, true) })
-    {
+    for (full, output) in client.allPortNames {
       let short = String(full.split(separator: ":", maxSplits: 1).last ?? "")
       for other in client.connections(of: full) {
         now.insert(Connection(ours: short, theirs: other, output: output))

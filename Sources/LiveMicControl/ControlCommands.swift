@@ -237,7 +237,7 @@ extension LiveSession {
 
   private func connections(_ client: JackClient) -> [String: [String]] {
     var result: [String: [String]] = [:]
-    for port in client.inputPortNames + client.outputPortNames { result[port] = client.connections(of: port) }
+    for (port, _) in client.allPortNames { result[port] = client.connections(of: port) }
     return result
   }
 

@@ -66,7 +66,7 @@ extension LiveSession {
   /// Makes the saved connections of the session (LiveMic's short port name → other ports).
   func restoreSessionConnections(_ client: JackClient) {
     for (ours, others) in sessionConnections {
-      let output = ours.hasPrefix("out_")
+      let output = ours.hasPrefix("out_") || ours.hasPrefix("monitor_")
       for other in others { book.want(ours, other, output: output, client: client) }
     }
   }
@@ -91,7 +91,7 @@ extension LiveSession {
       Self.sessionPresetPath(open.path), entries: entries, chain: chain, plugins: plugins,
       route: route?.patterns ?? [], inputRoute: inputRoute?.patterns ?? [], midi: midiMappings)
     var connections: [String: [String]] = [:]
-    for port in client.inputPortNames + client.outputPortNames {
+    for (port, _) in client.allPortNames {
       connections[String(port.split(separator: ":", maxSplits: 1).last ?? "")] = client.connections(of: port)
     }
     guard

@@ -228,6 +228,12 @@ public final class JackClient: @unchecked Sendable {
   public var monitorPortNames: [String] { monitorPorts.map { String(cString: jack_port_name($0)) } }
   /// `music_1`, `music_2` with `--music`, else empty.
   public var musicPortNames: [String] { musicPorts.map { String(cString: jack_port_name($0)) } }
+  /// Every port of this client and whether it is an output: the inputs, music, `midi_in`, the
+  /// outputs and the monitor.
+  public var allPortNames: [(name: String, output: Bool)] {
+    let inputs = inputPortNames + musicPortNames + (midiPort.map { [String(cString: jack_port_name($0))] } ?? [])
+    return inputs.map { ($0, false) } + (outputPortNames + monitorPortNames).map { ($0, true) }
+  }
 
   /// Physical ports: capture ports (`JackPortIsOutput`) or playback ports (`JackPortIsInput`).
   public func physicalPorts(capture: Bool) -> [String] {
