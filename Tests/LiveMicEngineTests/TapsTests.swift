@@ -75,6 +75,8 @@ import Testing
     #expect(taps.detach(stalled!, audioRunning: true, timeoutMilliseconds: 5))
     stalled = nil
     #expect(weakStalled != nil, "kept alive rather than freed under a stalled audio thread")
+    if let leaked = weakStalled { Unmanaged.passUnretained(leaked).release() }  // the table's reference
+    #expect(weakStalled == nil)
   }
 
   @Test("A full table refuses another consumer until a slot is freed")
