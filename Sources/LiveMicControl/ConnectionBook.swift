@@ -113,6 +113,14 @@ final class ConnectionBook {
     }
   }
 
+  private func forget(_ c: Connection) {
+    known.remove(c)
+    pending.remove(c)
+    refused.remove(c)
+    beforeForgetting.remove(c)
+    if refused.isEmpty { nextRetry = nil }
+  }
+
   /// Whether the back-off timer says to try the refused connections again now.
   var retryDue: Bool {
     guard let nextRetry else { return false }
@@ -165,5 +173,13 @@ final class ConnectionBook {
     } catch {
       return error
     }
+  }
+}
+
+extension ConnectionBook {
+  /// Forgets a connection a route moved away from (LiveMic's port short name, the other port),
+  /// so it is not made again when that port reappears: the route decides where it goes.
+  func forget(_ ours: String, _ theirs: String) {
+    for output in [false, true] { forget(Connection(ours: ours, theirs: theirs, output: output)) }
   }
 }

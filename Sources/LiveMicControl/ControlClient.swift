@@ -37,6 +37,8 @@ public enum ControlClient {
     case ("loudness", 1) where rest[0] == "reset": return ["cmd": "loudness", "action": "reset"]
     case ("route", 0): return ["cmd": "route"]
     case ("route", 1) where rest[0] == "clear": return ["cmd": "route", "action": "clear"]
+    case ("route", _) where rest.count >= 2 && rest[0] == "default":
+      return ["cmd": "route", "action": "default", "patterns": Array(rest.dropFirst())]
     case ("route", 2) where rest[0] == "override":
       return ["cmd": "route", "action": "override", "ports": rest[1].split(separator: ",").map(String.init)]
     default:

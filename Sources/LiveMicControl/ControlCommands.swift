@@ -16,7 +16,7 @@ extension LiveSession {
       case "preset": result = try preset(request, client, state)
       case "mute": result = try mute(request, client, state)
       case "unmute": result = unmute(client, state)
-      case "route": result = try route(request, client, state)
+      case "route": result = try routeCommand(request, client, state)
       case "connections": result = ["connections": connections(client)]
       case "learn": result = try learn(request, state)
       case "meters": result = currentMeters(state).fields
@@ -176,8 +176,8 @@ extension LiveSession {
       do { try client.reactivate() } catch { Log.error(error.description) }
       suspended = false
       book.restore(client)
-      route?.apply(client)
-      inputRoute?.apply(client)
+      route?.apply(client, book: book)
+      inputRoute?.apply(client, book: book)
     default:
       if muted { state.ramp.fadeIn() }
     }
@@ -188,51 +188,6 @@ extension LiveSession {
     muteMode = nil
     muted = false
     return ["muted": false]
-  }
-
-  private func route(_ request: [String: JSONValue], _ client: JackClient, _ state: ProcessState)
-    throws(ControlError) -> [String: Any]
-  {
-    let action = request["action"]?.string ?? "show"
-    let controller = ensureRoute(client)
-    var change: RouteController.Change?
-    switch action {
-    case "show": break
-    case "override":
-      let ports: [String]
-      if let list = request["ports"]?.array {
-        ports = list.compactMap(\.string)
-      } else if let text = request["ports"]?.string {
-        ports = text.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }
-      } else {
-        throw ControlError("\"route override\" needs \"ports\": one or two playback port names")
-      }
-      do { change = try controller.setOverride(ports, client: client) } catch {
-        throw ControlError(error.description)
-      }
-    case "clear":
-      change = controller.clearOverride(client: client)
-    default:
-      throw ControlError("unknown route action '\(action)' (show, override, clear)")
-    }
-    if let change { report(change, direction: "output") }
-    var result: [String: Any] = [
-      "default": controller.patterns.isEmpty ? controller.fixedDefault : controller.patterns,
-      "targets": controller.current, "connections": connections(client),
-    ]
-    result["override"] = controller.override ?? NSNull()
-    return result
-  }
-
-  /// The routing controller; when no policy was given, one whose default is the connections the
-  /// outputs have now.
-  private func ensureRoute(_ client: JackClient) -> RouteController {
-    if let route { return route }
-    let now = client.outputPortNames.compactMap { client.connections(of: $0).first }
-    let controller = RouteController(patterns: [], policy: options.onRouteLoss, fixedDefault: now)
-    _ = controller.update(client)
-    route = controller
-    return controller
   }
 
   private func connections(_ client: JackClient) -> [String: [String]] {

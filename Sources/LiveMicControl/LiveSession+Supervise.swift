@@ -49,8 +49,8 @@ extension LiveSession {
         continue
       }
       book.restore(client)
-      route?.apply(client)
-      inputRoute?.apply(client)
+      if let change = route?.apply(client, book: book) { report(change, direction: "output") }
+      if let change = inputRoute?.apply(client, book: book) { report(change, direction: "input") }
       bindMidi(state)
       suspended = false
       if muteMode == "suspend" { muteMode = "ramp" }  // a new client starts active: keep it silent
@@ -138,16 +138,7 @@ extension LiveSession {
         _ = events.graphChanged.exchange(false, ordering: .acquiringAndReleasing)
         if suspended { continue }
         book.connectPending(client)
-        if let inputRoute, let change = inputRoute.update(client) { report(change, direction: "input") }
-        if let route, let change = route.update(client) {
-          report(change, direction: "output")
-          if change.mute && !muted {
-            muted = true
-            state.ramp.fadeOut()
-            Log.info("output muted (route changed): unmute with 'livemic ctl unmute' or SIGUSR1")
-            stream.emit("muted", ["reason": .string(change.reason)])
-          }
-        }
+        followRoutes(client, state)
         book.record(client, vanished: events.takeVanishedPorts())
       }
       if !suspended && book.retryDue { book.connectPending(client) }

@@ -280,11 +280,11 @@ public final class LiveSession: @unchecked Sendable {
     connect(client)
     restoreSessionConnections(client)
     if let route {
-      route.apply(client)
+      route.apply(client, book: book)
       Log.info(route.describe(client))
     }
     if let inputRoute {
-      inputRoute.apply(client)
+      inputRoute.apply(client, book: book)
       Log.info(inputRoute.describe(client))
     }
     logLatency(client, chainLatencyFrames: chain.latencyFrames)
@@ -342,6 +342,7 @@ public final class LiveSession: @unchecked Sendable {
       (chain, entries, plugins) = (built.chain, stages, built.plugins)
       midiMappings = preset.midi + options.midiMappings
       bindMidi(state)
+      applyPresetRoute(preset, client, state)
       presetName = preset.name
       modes = preset.resolutions
       presetPath = preset.path
@@ -378,7 +379,7 @@ public final class LiveSession: @unchecked Sendable {
     stream.emit(
       "route-changed",
       [
-        "direction": .string(direction), "reason": .string(change.reason),
+        "direction": .string(direction), "reason": .string(change.reason), "code": .string(change.code.rawValue),
         "from": .string(change.from.joined(separator: ",")), "to": .string(change.to.joined(separator: ",")),
       ])
   }
@@ -430,6 +431,7 @@ public final class LiveSession: @unchecked Sendable {
   func connect(_ client: JackClient) {
     if options.noConnect {
       Log.info("--no-connect: ports registered, nothing connected")
+      route = route ?? RouteController(patterns: [], policy: options.onRouteLoss)
       return
     }
     let sources = options.connectIn ?? Array(client.physicalPorts(capture: true).prefix(options.inputCount))
@@ -448,7 +450,9 @@ public final class LiveSession: @unchecked Sendable {
     for (port, destination) in zip(client.monitorPortNames, options.connectMonitor ?? []) {
       book.want(short(port), destination, output: true, client: client)
     }
-    guard route == nil else { return }  // the routing policy connects the outputs
+    // Without a preference list, the default route is the ports the outputs are connected to now.
+    guard route == nil else { return }
+    route = RouteController(patterns: [], policy: options.onRouteLoss, fixedDefault: Array(destinations.prefix(2)))
     for (i, destination) in destinations.prefix(2).enumerated() {
       book.want(short(outputs[i]), destination, output: true, client: client)
     }
