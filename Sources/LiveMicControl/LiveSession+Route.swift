@@ -15,11 +15,13 @@ extension LiveSession {
   /// stays muted (`--on-route-loss mute`) or ramps up again (`continue`). Any other change (a
   /// more preferred target of the user's list, an override, a new default) moves without muting.
   func follow(
-    _ change: RouteController.Change, _ controller: RouteController, _ client: JackClient, _ state: ProcessState
+    _ change: RouteController.Change, _ controller: RouteController, _ client: JackClient,
+    _ state: ProcessState
   ) {
     // The route, not the book, decides where these ports go: the old targets are not made again.
     let ours = controller.isOutput ? client.outputPortNames : client.inputPortNames
-    for (i, old) in change.from.enumerated() where i < ours.count && (i >= change.to.count || change.to[i] != old) {
+    for (i, old) in change.from.enumerated()
+    where i < ours.count && (i >= change.to.count || change.to[i] != old) {
       book.forget(String(ours[i].split(separator: ":", maxSplits: 1).last ?? ""), old)
     }
     let direction = controller.isOutput ? "output" : "input"
@@ -55,7 +57,9 @@ extension LiveSession {
     guard !preset.routeIn.isEmpty else { return }
     let input = inputRoute ?? RouteController(patterns: [], policy: .continue, isOutput: false)
     inputRoute = input
-    if input.patterns != preset.routeIn, let change = input.setDefault(preset.routeIn, client: client, reason: reason) {
+    if input.patterns != preset.routeIn,
+      let change = input.setDefault(preset.routeIn, client: client, reason: reason)
+    {
       follow(change, input, client, state)
     }
   }

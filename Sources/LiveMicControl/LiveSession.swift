@@ -379,7 +379,8 @@ public final class LiveSession: @unchecked Sendable {
     stream.emit(
       "route-changed",
       [
-        "direction": .string(direction), "reason": .string(change.reason), "code": .string(change.code.rawValue),
+        "direction": .string(direction), "reason": .string(change.reason),
+        "code": .string(change.code.rawValue),
         "from": .string(change.from.joined(separator: ",")), "to": .string(change.to.joined(separator: ",")),
       ])
   }
@@ -452,7 +453,8 @@ public final class LiveSession: @unchecked Sendable {
     }
     // Without a preference list, the default route is the ports the outputs are connected to now.
     guard route == nil else { return }
-    route = RouteController(patterns: [], policy: options.onRouteLoss, fixedDefault: Array(destinations.prefix(2)))
+    route = RouteController(
+      patterns: [], policy: options.onRouteLoss, fixedDefault: Array(destinations.prefix(2)))
     for (i, destination) in destinations.prefix(2).enumerated() {
       book.want(short(outputs[i]), destination, output: true, client: client)
     }

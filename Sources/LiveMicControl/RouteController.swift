@@ -117,7 +117,9 @@ final class RouteController {
 
   /// Plans the move to the effective target after the graph changed (nil: none needed). An
   /// override one of whose ports disappeared is cleared first.
-  func update(_ client: JackClient, code explicit: Code? = nil, reason explicitReason: String? = nil) -> Change? {
+  func update(_ client: JackClient, code explicit: Code? = nil, reason explicitReason: String? = nil)
+    -> Change?
+  {
     var overrideLost = false
     if let override, !override.allSatisfy(client.portExists) {
       self.override = nil
@@ -136,7 +138,8 @@ final class RouteController {
     if lost && explicit != .restart {
       code = .lost
       reason =
-        (overrideLost ? "the override's target disappeared (override cleared)" : "the \(what) target disappeared")
+        (overrideLost
+          ? "the override's target disappeared (override cleared)" : "the \(what) target disappeared")
         + (targets.isEmpty ? " and nothing else of the route exists" : "; fell back to \(to)")
     } else if let explicit {
       (code, reason) = (explicit, explicitReason ?? explicit.rawValue)
@@ -154,12 +157,15 @@ final class RouteController {
     let output = isOutput
     // (source, destination) of a connection between our i-th port and a target.
     let pair = { (i: Int, target: String) in output ? (ours[i], target) : (target, ours[i]) }
-    for (i, old) in current.enumerated() where i < ours.count && !(i < change.to.count && change.to[i] == old) {
+    for (i, old) in current.enumerated() where i < ours.count && !(i < change.to.count && change.to[i] == old)
+    {
       let (a, b) = pair(i, old)
       client.disconnect(a, b)
     }
     for (i, target) in change.to.enumerated() where i < ours.count {
-      book.want(String(ours[i].split(separator: ":", maxSplits: 1).last ?? ""), target, output: output, client: client)
+      book.want(
+        String(ours[i].split(separator: ":", maxSplits: 1).last ?? ""), target, output: output, client: client
+      )
     }
     current = Array(change.to.prefix(ours.count))
   }

@@ -231,7 +231,8 @@ public final class JackClient: @unchecked Sendable {
   /// Every port of this client and whether it is an output: the inputs, music, `midi_in`, the
   /// outputs and the monitor.
   public var allPortNames: [(name: String, output: Bool)] {
-    let inputs = inputPortNames + musicPortNames + (midiPort.map { [String(cString: jack_port_name($0))] } ?? [])
+    let midi = midiPort.map { [String(cString: jack_port_name($0))] } ?? []
+    let inputs = inputPortNames + musicPortNames + midi
     return inputs.map { ($0, false) } + (outputPortNames + monitorPortNames).map { ($0, true) }
   }
 

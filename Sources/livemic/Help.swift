@@ -56,8 +56,8 @@ let mainHelp = """
         --route-out PATTERN  output routing preference (repeatable, most preferred first): a
                              regular expression over playback port names, e.g. 'USB.*:playback_'
         --route-in PATTERN   input routing preference (repeatable): capture port names
-        --on-route-loss mute|continue   when the output target is lost or changes device:
-                             mute until SIGUSR1 (default) or keep playing
+        --on-route-loss mute|continue   when the output target is lost: mute, then connect
+                             the fallback, muted until SIGUSR1 (default) or ramp up again
     -h, --help               this help
         --version            print the version
 
@@ -183,9 +183,11 @@ let ctlHelp = """
                                bypass: the dry input at the output volume, chain skipped;
                                suspend: deactivate the client (resumes with the quiet ramp)
     unmute                     ramp back up over 1 s
-    route                      the requested route and the actual connections
-    route override PORT[,PORT] send the outputs there until 'route clear'
+    route                      the requested route, the effective target, the actual
+                               connections and the candidates available now
+    route override PORT[,PORT] send the outputs there until 'route clear' (or it vanishes)
     route clear                back to the default route
+    route default PATTERN...   a new persistent default route (most preferred first)
     connections                every connection of LiveMic's ports
     meters [--once]            input and output peak/RMS (dBFS) and each compressor's and
                                limiter's gain reduction and the loudness (EBU R128), about

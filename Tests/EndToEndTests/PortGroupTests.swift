@@ -59,7 +59,8 @@ extension EndToEnd {
       usleep(500_000)  // LiveMic has read the graph with the user's connections
 
       // suspend drops every connection (JACK does on deactivation); unmute makes them again.
-      #expect(try runLiveMic(["ctl", "-n", "lmgroups", "mute", "--mode", "suspend"], environment: env).status == 0)
+      #expect(
+        try runLiveMic(["ctl", "-n", "lmgroups", "mute", "--mode", "suspend"], environment: env).status == 0)
       #expect(waitUntil(seconds: 2) { probe.connections(of: "lmgroups:midi_in").isEmpty }, "\(livemic.log)")
       #expect(try runLiveMic(["ctl", "-n", "lmgroups", "unmute"], environment: env).status == 0)
       #expect(

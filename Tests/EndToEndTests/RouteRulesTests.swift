@@ -52,7 +52,8 @@ extension EndToEnd {
       // It comes back: connected again, still muted until told.
       speaker = try TestClient(name: "lmrspk", server: server.name, signal: nil, captureChannels: 2)
       #expect(
-        waitUntil(seconds: 5) { generator.connections(of: "lmrr1:out_2") == ["lmrspk:in_2"] }, "\(livemic.log)")
+        waitUntil(seconds: 5) { generator.connections(of: "lmrr1:out_2") == ["lmrspk:in_2"] },
+        "\(livemic.log)")
       #expect(waitUntil(seconds: 2) { Self.codes(file).contains("appeared") }, "\(Self.codes(file))")
       #expect(!livemic.log.contains("output unmuted"), "\(livemic.log)")
       #expect(livemic.interrupt() == 0)
@@ -108,7 +109,8 @@ extension EndToEnd {
         let loud = heard.firstIndex { $0 != 0 }
         #expect(
           loud == nil,
-          "the fallback heard the microphone: sample \(loud ?? 0) of \(heard.count) is \(loud.map { heard[$0] } ?? 0)")
+          "the fallback heard the microphone: sample \(loud ?? 0) of \(heard.count) is \(loud.map { heard[$0] } ?? 0)"
+        )
       }
       #expect(try Self.ctl("lmrr2", ["unmute"], env)["muted"] as? Bool == false)
       #expect(try level(speakerB!, "B after unmute", settle: 1_300_000) > 0.15)
@@ -120,7 +122,8 @@ extension EndToEnd {
       #expect(Self.mutes(livemic) == 1, "\(livemic.log)")
 
       // An override, then cleared: moved without muting.
-      #expect(try Self.ctl("lmrr2", ["route", "override", "lmrspkB:in_2,lmrspkB:in_3"], env)["ok"] as? Bool == true)
+      #expect(
+        try Self.ctl("lmrr2", ["route", "override", "lmrspkB:in_2,lmrspkB:in_3"], env)["ok"] as? Bool == true)
       #expect(out1() == ["lmrspkB:in_2"])
       _ = try Self.ctl("lmrr2", ["route", "clear"], env)
       #expect(out1() == ["lmrspkA:in_2"])
@@ -139,7 +142,10 @@ extension EndToEnd {
       let speakerC = try speaker("lmrspkC")
       let changed = try Self.ctl("lmrr2", ["route", "default", "lmrspkC:in_[23]", "lmrspkA:in_[23]"], env)
       #expect(changed["default"] as? [String] == ["lmrspkC:in_[23]", "lmrspkA:in_[23]"], "\(changed)")
-      #expect(changed["candidates"] as? [String] == ["lmrspkC:in_2", "lmrspkC:in_3", "lmrspkA:in_2", "lmrspkA:in_3"], "\(changed)")
+      #expect(
+        changed["candidates"] as? [String] == [
+          "lmrspkC:in_2", "lmrspkC:in_3", "lmrspkA:in_2", "lmrspkA:in_3",
+        ], "\(changed)")
       #expect(out1() == ["lmrspkC:in_2"], "\(livemic.log)")
       #expect(Self.mutes(livemic) == 2, "\(livemic.log)")
       let codes = Self.codes(file)
