@@ -31,6 +31,8 @@ public final class ChainSlot: @unchecked Sendable {
   private struct Handover {
     var latest: UInt
     var beforeLatest: UInt
+    /// The chain the last call's swap replaces, while it has not come back (0: none).
+    var awaiting: UInt = 0
   }
   private let control: Mutex<Handover>
 
@@ -94,20 +96,37 @@ public final class ChainSlot: @unchecked Sendable {
         return true
       }
       let replaced = handover.latest
-      handover = Handover(latest: raw, beforeLatest: replaced)
+      handover = Handover(latest: raw, beforeLatest: replaced, awaiting: replaced)
       incoming.store(raw, ordering: .releasing)
       var waited = 0
       while true {
         let back = retired.exchange(0, ordering: .acquiringAndReleasing)
         if back != 0 {
           Self.release(back)
-          if back == replaced { return true }
+          if back == replaced {
+            handover.awaiting = 0
+            return true
+          }
           continue  // an earlier swap's old chain: its fade had not finished when that call gave up
         }
         guard waited < timeoutMilliseconds else { return false }
         usleep(1000)
         waited += 1
       }
+    }
+  }
+
+  /// Releases a chain a swap faded out, if one came back, so the audio thread can begin the
+  /// next swap; returns true while the last swap is under way (its chain not yet taken, or the
+  /// chain it replaces not yet back). For callers that do not wait in `crossfade`.
+  /// Thread: control.
+  @discardableResult
+  public func collect() -> Bool {
+    control.withLock { handover in
+      let back = retired.exchange(0, ordering: .acquiringAndReleasing)
+      Self.release(back)
+      if back != 0 && back == handover.awaiting { handover.awaiting = 0 }
+      return handover.awaiting != 0
     }
   }
 

@@ -94,6 +94,11 @@ public final class ProcessState: @unchecked Sendable {
   /// output volume), crossfaded over `crossfadeSeconds`.
   public let dryTarget = Atomic<UInt32>(0)
   private var dryMix: Float = 0
+  /// 1 while the microphone is muted before the chain (the `input` mute mode: the music bed,
+  /// the monitor mix and the chain's tails go on); the input gain moves linearly over
+  /// `crossfadeSeconds`.
+  public let inputMuted = Atomic<UInt32>(0)
+  private var inputGain: Float = 1
 
   /// Length of the equal-power crossfade when a new chain (preset) is swapped in.
   public static let crossfadeSeconds = 0.05
@@ -166,10 +171,10 @@ public final class ProcessState: @unchecked Sendable {
       inputLeft: scratch, inputRight: scratch + n, outputLeft: scratch + 2 * n,
       outputRight: scratch + 3 * n, musicLeft: scratch + 4 * n, musicRight: scratch + 5 * n,
       monitorLeft: scratch + 6 * n, monitorRight: scratch + 7 * n, feedsTaps: false)
-    let (savedCycles, savedDryMix) = (cycles.load(ordering: .relaxed), dryMix)
-    dryMix = 0.5  // through the chain and `mixDry`
+    let (savedCycles, savedDryMix, savedInputGain) = (cycles.load(ordering: .relaxed), dryMix, inputGain)
+    (dryMix, inputGain) = (0.5, 0.5)  // through the chain, `mixDry` and `gateInput`
     run(io, frames: n)
-    dryMix = savedDryMix
+    (dryMix, inputGain) = (savedDryMix, savedInputGain)
     ramp.rewind()
     cycles.store(savedCycles, ordering: .relaxed)
     _ = meters.read()
@@ -231,6 +236,8 @@ public final class ProcessState: @unchecked Sendable {
     let (inL, inR, left, right) = (io.inputLeft, io.inputRight, io.outputLeft, io.outputRight)
     left.update(from: inL, count: n)
     right.update(from: inR, count: n)
+    let inputGoal: Float = inputMuted.load(ordering: .relaxed) == 1 ? 0 : 1
+    if inputGain != 1 || inputGoal != 1 { gateInput(left, right, n, goal: inputGoal) }
     if let old = fadingOut, n > Self.maxFadeFrames {
       // A block larger than the fade buffers (the period grew mid-fade): swap at once.
       fadingOut = nil
@@ -245,8 +252,8 @@ public final class ProcessState: @unchecked Sendable {
       }
     }
     if let old = fadingOut {
-      fadeLeft.update(from: inL, count: n)
-      fadeRight.update(from: inR, count: n)
+      fadeLeft.update(from: left, count: n)  // the input as the chain gets it (input mute)
+      fadeRight.update(from: right, count: n)
       old._withUnsafeGuaranteedRef { $0.process(left: fadeLeft, right: fadeRight, frames: n) }
     }
     // The chain of this cycle, loaded once (a swap above already happened).
@@ -304,6 +311,28 @@ public final class ProcessState: @unchecked Sendable {
 }
 
 extension ProcessState {
+  /// Moves the microphone's gain (before the chain) towards `goal`, linearly over
+  /// `crossfadeSeconds` (the `input` mute mode).
+  /// - Realtime: safe
+  @inline(__always)
+  fileprivate func gateInput(
+    _ left: UnsafeMutablePointer<Float>, _ right: UnsafeMutablePointer<Float>, _ n: Int, goal: Float
+  ) {
+    var g = inputGain
+    if g == goal {
+      left.update(repeating: 0, count: n)  // only reached at goal 0
+      right.update(repeating: 0, count: n)
+      return
+    }
+    let step = 1 / Float(fadeLength)
+    for f in 0..<n {
+      g = goal > g ? min(g + step, 1) : max(g - step, 0)
+      left[f] *= g
+      right[f] *= g
+    }
+    inputGain = g
+  }
+
   /// Crossfades between the chain's output and the dry input at the output volume (the
   /// `bypass` mute mode), linearly over `crossfadeSeconds`.
   /// - Realtime: safe
