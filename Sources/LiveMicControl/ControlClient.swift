@@ -79,9 +79,17 @@ public enum ControlClient {
   }
 
   /// Sends `request` to the LiveMic named `name` and returns the response line.
-  public static func send(_ request: [String: Any], name: String) throws(ControlClientError) -> String {
+  /// Gives up after `timeout` seconds without an answer (`--timeout`; 2 s by default).
+  public static func send(_ request: [String: Any], name: String, timeout: Double = 2)
+    throws(ControlClientError)
+    -> String
+  {
     let connection = try ControlConnection(name: name)
-    return try connection.request(request)
+    connection.deadline = Date().addingTimeInterval(timeout)
+    do { return try connection.request(request) } catch {
+      guard connection.timedOut else { throw error }
+      throw .timeout("LiveMic '\(name)' did not answer within \(String(format: "%g", timeout)) s")
+    }
   }
 
   /// Subscribes to `topics` and calls `line` with every stream line until LiveMic closes the
@@ -158,10 +166,12 @@ public enum ControlClient {
 public enum ControlClientError: Error, CustomStringConvertible {
   case usage(String)
   case connection(String)
+  /// LiveMic did not answer in time.
+  case timeout(String)
 
   public var description: String {
     switch self {
-    case .usage(let m), .connection(let m): return m
+    case .usage(let m), .connection(let m), .timeout(let m): return m
     }
   }
 }
@@ -170,6 +180,9 @@ public enum ControlClientError: Error, CustomStringConvertible {
 public final class ControlConnection: @unchecked Sendable {
   private let fd: Int32
   private var buffered = Data()
+  /// When reading gives up (nil: never), and whether it did.
+  public var deadline: Date?
+  public private(set) var timedOut = false
 
   /// Connects to the LiveMic named `name`.
   public init(name: String) throws(ControlClientError) {
@@ -224,6 +237,16 @@ public final class ControlConnection: @unchecked Sendable {
         let line = String(decoding: buffered[buffered.startIndex..<end], as: UTF8.self)
         buffered = Data(buffered[(end + 1)...])
         return line
+      }
+      if let deadline {
+        var waiting = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        let milliseconds = max(Int32(deadline.timeIntervalSinceNow * 1000), 0)
+        let ready = poll(&waiting, 1, milliseconds)
+        if ready < 0 && errno == EINTR { continue }
+        if ready == 0 {
+          timedOut = true
+          return nil
+        }
       }
       let n = read(fd, &chunk, chunk.count)
       if n < 0 && errno == EINTR { continue }

@@ -18,7 +18,6 @@ extension LiveSession {
       case "unmute": result = unmute(client, state)
       case "route": result = try routeCommand(request, client, state)
       case "connections": result = ["connections": connections(client)]
-      case "learn": result = try learn(request, state)
       case "meters": result = currentMeters(state).fields
       case "record": result = try record(request, client)
       case "loudness": result = try loudnessCommand(request)
@@ -33,30 +32,44 @@ extension LiveSession {
     }
   }
 
-  /// Waits (up to 10 s) for a MIDI controller to move on `midi_in` and maps it to the key.
-  private func learn(_ request: [String: JSONValue], _ state: ProcessState) throws(ControlError) -> [String:
-    Any]
-  {
-    guard let key = request["key"]?.string else { throw ControlError("\"learn\" needs a \"key\" string") }
-    guard let p = chain.parameter(key), p.spec.kind != .output else {
-      throw ControlError("'\(key)' is not a settable parameter of the running chain")
+  /// Starts waiting for a MIDI controller to move on `midi_in` for `learn`: the request is
+  /// answered by `pollLearns` when one moves (it is then mapped to the key) or after 10 s, and
+  /// other requests are answered meanwhile. A bad key is answered at once.
+  func startLearn(_ pending: ControlServer.Pending, _ state: ProcessState) {
+    guard let key = pending.request["key"]?.string else {
+      return pending.answer(ControlServer.error("\"learn\" needs a \"key\" string"))
     }
-    let before = state.midi.lastMoved.load(ordering: .relaxed) >> 16
-    let deadline = DispatchTime.now() + .seconds(10)
-    while DispatchTime.now() < deadline {
-      let moved = state.midi.lastMoved.load(ordering: .relaxed)
-      if moved >> 16 != before {
-        let (channel, cc) = (Int(moved >> 8 & 0xFF), Int(moved & 0x7F))
-        let mapping = MidiMapping(cc: cc, channel: channel + 1, key: key)
+    guard let p = chain.parameter(key), p.spec.kind != .output else {
+      return pending.answer(ControlServer.error("'\(key)' is not a settable parameter of the running chain"))
+    }
+    let seen = state.midi.lastMoved.load(ordering: .relaxed) >> 16
+    learning.append(Learning(pending: pending, key: key, seen: seen, deadline: .now() + .seconds(10)))
+  }
+
+  /// Answers the `learn` requests whose controller moved or whose wait is over.
+  func pollLearns(_ state: ProcessState) {
+    guard !learning.isEmpty else { return }
+    let moved = state.midi.lastMoved.load(ordering: .relaxed)
+    let now = DispatchTime.now()
+    for learn in learning {
+      if moved >> 16 != learn.seen {
+        let (channel, cc, key) = (Int(moved >> 8 & 0xFF), Int(moved & 0x7F), learn.key)
         midiMappings.removeAll { $0.cc == cc && ($0.channel == nil || $0.channel == channel + 1) }
-        midiMappings.append(mapping)
+        midiMappings.append(MidiMapping(cc: cc, channel: channel + 1, key: key))
         bindMidi(state)
         Log.info("MIDI CC \(cc) on channel \(channel + 1) now sets '\(key)'")
-        return ["cc": cc, "channel": channel + 1, "key": key]
+        learn.pending.answer(Self.encode(["ok": true, "cc": cc, "channel": channel + 1, "key": key]))
+      } else if now >= learn.deadline {
+        learn.pending.answer(ControlServer.error("no MIDI controller moved on midi_in within 10 s"))
       }
-      usleep(5000)
     }
-    throw ControlError("no MIDI controller moved on midi_in within 10 s")
+    learning.removeAll { moved >> 16 != $0.seen || now >= $0.deadline }
+  }
+
+  /// Answers every waiting `learn` with `reason` (the server went away, LiveMic stops).
+  func abandonLearns(_ reason: String) {
+    for learn in learning { learn.pending.answer(ControlServer.error(reason)) }
+    learning.removeAll()
   }
 
   private func status(_ client: JackClient, _ state: ProcessState) -> [String: Any] {
@@ -73,12 +86,13 @@ extension LiveSession {
       "dsp_load_percent": Double(client.cpuLoadPercent), "preset": presetName,
       "muted": muteMode != nil || muted,
       "mute_mode": muteMode ?? (muted ? "ramp" : "none"),
+      "state": suspended ? "suspended" : isMuted ? "muted" : "running",
       "cycles": Int(state.cycles.load(ordering: .relaxed)),
       "missed_cycles": Int(state.missedCycles.load(ordering: .relaxed)), "chain": stages,
     ].merging(tapStatus) { a, _ in a }.merging(loudnessStatus) { a, _ in a }
   }
 
-  private func get(_ request: [String: JSONValue]) throws(ControlError) -> [String: Any] {
+  func get(_ request: [String: JSONValue]) throws(ControlError) -> [String: Any] {
     if let key = request["key"] {
       guard let name = key.string else { throw ControlError("\"key\" must be a string") }
       guard let p = chain.parameter(name) else {
@@ -91,7 +105,7 @@ extension LiveSession {
     return ["values": values]
   }
 
-  private func set(_ request: [String: JSONValue]) throws(ControlError) -> [String: Any] {
+  func set(_ request: [String: JSONValue]) throws(ControlError) -> [String: Any] {
     guard let key = request["key"]?.string else { throw ControlError("\"set\" needs a \"key\" string") }
     guard let p = chain.parameter(key) else {
       throw ControlError("'\(key)' is not a parameter of the running chain")
@@ -142,34 +156,42 @@ extension LiveSession {
     throws(ControlError) -> [String: Any]
   {
     let mode = request["mode"]?.string ?? "ramp"
-    guard ["ramp", "bypass", "suspend"].contains(mode) else {
-      throw ControlError("mute mode '\(mode)' is not one of ramp, bypass, suspend")
+    guard Self.muteModes.contains(mode) else {
+      throw ControlError("mute mode '\(mode)' is not one of ramp, input, suspend")
     }
     if let current = muteMode, current != mode { _ = unmute(client, state) }
     guard muteMode == nil else { return ["muted": true, "mode": mode] }
     switch mode {
-    case "bypass":
-      state.dryTarget.store(1, ordering: .relaxed)  // the dry input, crossfaded, at the volume
+    case "input":
+      state.inputMuted.store(1, ordering: .relaxed)  // the microphone, before the chain
     case "suspend":
       state.ramp.fadeOut()
       _ = waitUntilSilent(state)
       book.record(client)
       suspended = true
       client.deactivate()
+      muted = true
     default:
       state.ramp.fadeOut()
+      muted = true
     }
     muteMode = mode
-    muted = mode != "bypass"
     Log.info("output muted (control, mode \(mode))")
     stream.emit("muted", ["reason": .string("control"), "mode": .string(mode)])
     return ["muted": true, "mode": mode]
   }
 
+  /// The mute modes: every one keeps new microphone signal from the main outputs.
+  static let muteModes = ["ramp", "input", "suspend"]
+
+  /// True while muted in any mode (by the control socket or the routing policy).
+  var isMuted: Bool { muteMode != nil || muted }
+
   func unmute(_ client: JackClient, _ state: ProcessState) -> [String: Any] {
     switch muteMode {
-    case "bypass":
-      state.dryTarget.store(0, ordering: .relaxed)
+    case "input":
+      state.inputMuted.store(0, ordering: .relaxed)
+      if muted { state.ramp.fadeIn() }  // the routing policy muted the output meanwhile
     case "suspend":
       state.ramp.rewind()
       state.ramp.fadeIn()
@@ -181,7 +203,7 @@ extension LiveSession {
     default:
       if muted { state.ramp.fadeIn() }
     }
-    if muteMode != nil || muted {
+    if isMuted {
       Log.info("output unmuted (control; ramping up over 1 s)")
       stream.emit("unmuted", ["reason": .string("control")])
     }
@@ -203,6 +225,15 @@ extension LiveSession {
     else { return ControlServer.error("internal error: the response could not be encoded") }
     return String(decoding: data, as: UTF8.self)
   }
+}
+
+/// A `learn` request waiting for a MIDI controller to move: the controller counter seen when it
+/// arrived, and when the wait is over.
+struct Learning {
+  let pending: ControlServer.Pending
+  let key: String
+  let seen: UInt64
+  let deadline: DispatchTime
 }
 
 /// A control request that cannot be done; the message is one sentence.

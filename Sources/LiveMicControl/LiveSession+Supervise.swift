@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import LV2Host
 import LiveMicEngine
+import Synchronization
 
 #if canImport(Glibc)
   import Glibc
@@ -14,18 +15,34 @@ extension LiveSession {
   /// again (retrying after 20 ms, backing off to 1 s), re-prepares the chain if the sample rate
   /// changed (keeping every parameter value), restarts audio with the start-quiet ramp and
   /// restores every connection the ports had. Nil when asked to stop meanwhile.
-  func reconnect() -> (JackClient, ProcessState)? {
+  func reconnect(closing dead: JackClient) -> (JackClient, ProcessState)? {
     let lostAt = DispatchTime.now()
+    var dead: JackClient? = dead
     book.serverLost()
     var delayMilliseconds = 20
+    var nextAttempt = DispatchTime.now() + .milliseconds(delayMilliseconds)
+    var attempt = 0
+    abandonLearns("the JACK server went away before a MIDI controller moved")
     defer { JackMessages.setQuiet(false) }
     while true {
       if stopRequested.load(ordering: .acquiring) { return nil }
-      _ = wake.wait(timeout: .now() + .milliseconds(delayMilliseconds))
+      _ = wake.wait(timeout: nextAttempt)
       if stopRequested.load(ordering: .acquiring) { return nil }
+      // The control door stays open while the server is away.
+      for request in control?.takeRequests() ?? [] {
+        request.answer(answerWhileAway(request.request, attempt: attempt, lostAt: lostAt))
+      }
+      guard DispatchTime.now() >= nextAttempt else { continue }
+      attempt += 1
       delayMilliseconds = min(delayMilliseconds * 2, 1000)
-      guard let client = try? JackClient(name: options.clientName, server: options.serverName, wake: wake)
-      else { continue }
+      nextAttempt = .now() + .milliseconds(delayMilliseconds)
+      let opened = openBeside(closing: dead, attempt: attempt, lostAt: lostAt)
+      dead = nil
+      if stopRequested.load(ordering: .acquiring) {
+        opened?.close()
+        return nil
+      }
+      guard let client = opened else { continue }
       if client.sampleRate != chain.sampleRate {
         do {
           let built = try ChainBuilder.build(entries, settings: Self.settings(for: client))
@@ -52,9 +69,9 @@ extension LiveSession {
       if let change = route?.apply(client, book: book) { report(change, direction: "output") }
       if let change = inputRoute?.apply(client, book: book) { report(change, direction: "input") }
       bindMidi(state)
-      suspended = false
-      if muteMode == "suspend" { muteMode = "ramp" }  // a new client starts active: keep it silent
-      if muteMode == "bypass" { state.dryTarget.store(1, ordering: .relaxed) }
+      // A new client starts active (and silent when muted): suspended again, as it was.
+      suspended = muteMode == "suspend"
+      if suspended { client.deactivate() }
       let ms = Double(DispatchTime.now().uptimeNanoseconds - lostAt.uptimeNanoseconds) / 1e6
       stream.emit(
         "reconnected",
@@ -72,6 +89,36 @@ extension LiveSession {
     }
   }
 
+  /// Closes `dead` (when given) and opens a new client on a thread beside the request loop,
+  /// answering requests meanwhile: either can take seconds on a server that is going away. Nil
+  /// when the open failed, or (the thread then finishes alone) when a stop was requested.
+  func openBeside(closing dead: JackClient?, attempt: Int, lostAt: DispatchTime) -> JackClient? {
+    let result = OpenResult()
+    let (name, server, wake) = (options.clientName, options.serverName, wake)
+    let thread = Thread {
+      dead?.close()
+      let client = try? JackClient(name: name, server: server, wake: wake)
+      result.state.withLock { $0 = (true, client) }
+      wake.signal()
+    }
+    thread.name = "livemic-reconnect"
+    thread.start()
+    while true {
+      let (done, client) = result.state.withLock { $0 }
+      if done { return client }
+      if stopRequested.load(ordering: .acquiring) { return nil }
+      _ = wake.wait(timeout: .now() + .milliseconds(50))
+      for request in control?.takeRequests() ?? [] {
+        request.answer(answerWhileAway(request.request, attempt: attempt, lostAt: lostAt))
+      }
+    }
+  }
+
+  /// What the thread of `openBeside` hands back: done, and the client it opened (if any).
+  final class OpenResult: @unchecked Sendable {
+    let state = Mutex<(Bool, JackClient?)>((false, nil))
+  }
+
   enum Outcome { case stop, serverLost }
 
   /// Watches the engine's events until asked to stop or the server goes away.
@@ -83,10 +130,17 @@ extension LiveSession {
     var sampleRate = events.sampleRate.load(ordering: .relaxed)
     var freewheeling = false
     xrunHistory.removeAll()  // a new client counts from zero
+    graphSettled = nil
     while true {
-      _ = events.wake.wait(timeout: min(nextWakeTimeout(), book.nextRetry ?? .distantFuture))
+      var due = min(nextWakeTimeout(), book.nextRetry ?? .distantFuture, graphSettled ?? .distantFuture)
+      if !learning.isEmpty { due = min(due, .now() + .milliseconds(5)) }
+      // A reload does not wait for its fade: the old chain is collected here (and the swap a
+      // later reload left waiting can begin).
+      if swapUnderway { due = min(due, .now() + .milliseconds(10)) }
+      _ = events.wake.wait(timeout: due)
       streamMeters(state)
       if stopRequested.load(ordering: .acquiring) {
+        abandonLearns("LiveMic stopped before a MIDI controller moved")
         state.ramp.fadeOut()
         let deadline = DispatchTime.now() + .milliseconds(300)
         while !state.ramp.isSilent && DispatchTime.now() < deadline
@@ -102,8 +156,14 @@ extension LiveSession {
       answerSessionSaves(client)
       superviseTapConsumers(audioRunning: !suspended)
       for request in control?.takeRequests() ?? [] {
-        request.answer(answer(request.request, client: client, state: state))
+        if request.request["cmd"]?.string == "learn" {
+          startLearn(request, state)
+        } else {
+          request.answer(answer(request.request, client: client, state: state))
+        }
       }
+      pollLearns(state)
+      swapUnderway = state.slot.collect()
       client.applyRequestedLatency()
       // Plugins may report a new latency at any time (a convolver once its impulse is loaded).
       let latency = chain.latencyFrames
@@ -131,10 +191,14 @@ extension LiveSession {
       // Keep the book of connections current (a user may patch in qjackctl), and make the
       // pending connections once their ports appear or their clients are active (graph changes,
       // client registrations, and the book's back-off timer for connections JACK refused).
-      if events.graphChanged.exchange(false, ordering: .acquiringAndReleasing) {
-        // Let the graph settle first: a client that quits drops its connections a moment
-        // before its ports, and that must not read as a user undoing them.
-        usleep(100_000)
+      // Let the graph settle first (100 ms after the first change, answering requests
+      // meanwhile): a client that quits drops its connections a moment before its ports, and
+      // that must not read as a user undoing them.
+      if events.graphChanged.exchange(false, ordering: .acquiringAndReleasing) && graphSettled == nil {
+        graphSettled = .now() + .milliseconds(100)
+      }
+      if let settled = graphSettled, DispatchTime.now() >= settled {
+        graphSettled = nil
         _ = events.graphChanged.exchange(false, ordering: .acquiringAndReleasing)
         if suspended { continue }
         book.connectPending(client)

@@ -159,8 +159,14 @@ public final class LiveSession: @unchecked Sendable {
   /// The MIDI mappings in force (options, preset, learned).
   var midiMappings: [MidiMapping] = []
 
-  /// The mute mode set through the control socket (nil: none).
+  /// The mute mode set through the control socket (nil: none): ramp, input or suspend.
   var muteMode: String?
+  /// The `learn` requests waiting for a MIDI controller to move.
+  var learning: [Learning] = []
+  /// When a graph change has settled and is to be followed (nil: none pending).
+  var graphSettled: DispatchTime?
+  /// True while a reloaded chain's swap is under way (the supervisor then wakes every 10 ms).
+  var swapUnderway = false
   /// True while the client is deactivated by the `suspend` mute mode.
   var suspended = false
   var stream: EventStream!
@@ -316,8 +322,7 @@ public final class LiveSession: @unchecked Sendable {
         Log.error("the JACK server '\(serverLabel)' went away; reconnecting when it is back")
         stream.emit("server-lost", ["server": .string(serverLabel)])
         JackMessages.setQuiet(true)  // closing the dead client and polling print noise
-        client.close()
-        guard let next = reconnect() else {
+        guard let next = reconnect(closing: client) else {
           stopAllTapConsumers()
           return 0
         }
@@ -338,7 +343,10 @@ public final class LiveSession: @unchecked Sendable {
       let (preset, stages) = try Self.stages(for: options)
       // Strict: a plugin that cannot be made fails the reload, and the running chain stays.
       let built = try ChainBuilder.build(stages, settings: Self.settings(for: client), strict: true)
-      state.slot.crossfade(to: built.chain, running: true)
+      // Never waits for the fade (the supervisor answers requests meanwhile): the audio thread
+      // takes the chain at its next cycle, the next swap collects the old one. Suspended, the
+      // chain is swapped at once and runs at unmute.
+      swapUnderway = !state.slot.crossfade(to: built.chain, running: !suspended, timeoutMilliseconds: 0)
       (chain, entries, plugins) = (built.chain, stages, built.plugins)
       midiMappings = preset.midi + options.midiMappings
       bindMidi(state)
@@ -419,7 +427,9 @@ public final class LiveSession: @unchecked Sendable {
   /// Registers the ports and activates `chain` on `client` (silent from the start when muted).
   func start(_ client: JackClient, chain: VoiceChain) throws(EngineError) -> ProcessState {
     try client.registerPorts(inputCount: options.inputCount, music: options.music, monitor: options.monitor)
-    return try client.start(chain: chain, muted: muted || options.startMuted, taps: taps)
+    let state = try client.start(chain: chain, muted: muted || options.startMuted, taps: taps)
+    if muteMode == "input" { state.inputMuted.store(1, ordering: .relaxed) }
+    return state
   }
 
   /// Waits (up to 300 ms) until the output ramp is silent.

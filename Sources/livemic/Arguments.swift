@@ -15,7 +15,7 @@ enum Command {
   case bench(BenchOptions)
   case plugins(filter: String?, json: Bool)
   case pluginShow(uri: String, json: Bool)
-  case ctl(name: String, json: Bool, words: [String])
+  case ctl(name: String, json: Bool, words: [String], timeout: Double?)
   case monitor(name: String)
   case help(String?)
   case version
@@ -121,6 +121,7 @@ func parseCommandLine(_ arguments: [String]) throws(UsageError) -> Command {
     // Options first (-n NAME, --json), then the command words as they are.
     var name = "livemic"
     var json = false
+    var timeout: Double?
     var rest = words
     while let first = rest.first, first.hasPrefix("-"), Double(first) == nil {
       rest.removeFirst()
@@ -130,6 +131,12 @@ func parseCommandLine(_ arguments: [String]) throws(UsageError) -> Command {
         name = value
         rest.removeFirst()
       case "--json": json = true
+      case "--timeout":
+        guard let value = rest.first.flatMap(Double.init), value > 0, value.isFinite else {
+          throw UsageError(message: "--timeout needs a number of seconds above 0")
+        }
+        timeout = value
+        rest.removeFirst()
       case "-h", "--help": return .help("ctl")
       default: throw UsageError(message: "unknown option '\(first)' for 'livemic ctl'")
       }
@@ -143,7 +150,13 @@ func parseCommandLine(_ arguments: [String]) throws(UsageError) -> Command {
       name = rest[at + 1]
       rest.removeSubrange(at...(at + 1))
     }
-    return .ctl(name: name, json: json, words: rest)
+    if let at = rest.firstIndex(of: "--timeout"), at > 0, at + 1 < rest.count,
+      let value = Double(rest[at + 1]), value > 0, value.isFinite
+    {
+      timeout = value
+      rest.removeSubrange(at...(at + 1))
+    }
+    return .ctl(name: name, json: json, words: rest, timeout: timeout)
   case "monitor":
     var name = "livemic"
     while let o = reader.nextOption() {

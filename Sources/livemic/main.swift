@@ -19,7 +19,7 @@ do {
 // --set values, a ctl command's words) and do nothing else; the documentation's tests use it.
 if let check = ProcessInfo.processInfo.environment["LIVEMIC_PARSE_ONLY"], !check.isEmpty {
   switch command {
-  case .ctl(_, _, let words) where words != ["meters"] && words != ["events"]:
+  case .ctl(_, _, let words, _) where words != ["meters"] && words != ["events"]:
     do { _ = try ControlClient.request(words) } catch { fail(error.description, status: 2) }
   case .run(let options):
     do { _ = try LiveSession.stages(for: options) } catch { fail(error.description, status: 1) }
@@ -52,7 +52,7 @@ case .pluginShow(let uri, let json):
   do { print(try PluginReference.show(uri: uri, json: json), terminator: "") } catch {
     fail(error.description, status: 1)
   }
-case .ctl(let name, let json, let words) where words == ["meters"] || words == ["events"]:
+case .ctl(let name, let json, let words, _) where words == ["meters"] || words == ["events"]:
   // Follow: a meter line about 20 times a second, or each event, until interrupted or LiveMic stops.
   let meters = words == ["meters"]
   do {
@@ -66,14 +66,17 @@ case .ctl(let name, let json, let words) where words == ["meters"] || words == [
     fail(error.description, status: 2)
   }
   fail("LiveMic '\(name)' stopped", status: 1)
-case .ctl(let name, let json, let words):
+case .ctl(let name, let json, let words, let timeout):
   do {
-    let response = try ControlClient.send(try ControlClient.request(words), name: name)
+    // learn waits up to 10 s for a controller to move.
+    let seconds = timeout ?? (words.first == "learn" ? 12 : 2)
+    let response = try ControlClient.send(try ControlClient.request(words), name: name, timeout: seconds)
     var (ok, text) = ControlClient.human(response)
     if ok && words.first == "meters", let line = ControlClient.meterLine(response) { text = line }
     if json { print(response) } else if ok { print(text) }
     if !ok { fail(text, status: 1) }
   } catch {
+    if case .timeout = error { fail(error.description, status: 1) }
     fail(error.description, status: 2)
   }
 case .monitor(let name):

@@ -4,13 +4,13 @@ import Testing
 extension EndToEnd {
   @Suite("Mute modes, start muted, meters", .serialized)
   struct MuteModeTests {
-    @Test("ramp, bypass and suspend do what they say, measured on the output; meters read the levels")
+    @Test("ramp, input and suspend mute, measured on the output; bypass is refused; meters read the levels")
     func muteModes() throws {
       let folder = Paths.temporaryFolder("mute")
       defer { try? FileManager.default.removeItem(at: folder) }
       let env = ["XDG_RUNTIME_DIR": folder.path]
       let counters = folder.appendingPathComponent("rtguard.txt")
-      // The chain makes the voice 12 dB quieter, so bypass (dry at volume 1) is 12 dB louder.
+      // The chain makes the voice 12 dB quieter.
       let (server, generator, capture, livemic) = try LiveAudioTests.rig(
         ["-p", "flat", "-c", "input.bypass=0", "-c", "input.gain_db=-12", "--start-muted"],
         signal: .sine(frequencyHz: 500, amplitude: 0.2), guardOutput: counters, environment: env)
@@ -50,14 +50,23 @@ extension EndToEnd {
       #expect(try ctl(["unmute"]).status == 0)
       _ = try level(after: 1_300_000)
 
-      #expect(try ctl(["mute", "--mode", "bypass"]).status == 0)
-      let dry = try cleanLevel("the bypass level", after: 200_000)
-      #expect(near(0)(dry), "bypass passes the dry input at volume 1: \(dry)")
+      // The dry microphone is not a mute: refused, in one sentence.
+      let bypass = try ctl(["mute", "--mode", "bypass"])
+      #expect(bypass.status == 1 && bypass.stderr.contains("not one of ramp, input, suspend"), "\(bypass)")
+      #expect(try level(after: 200_000) > 0, "a refused mute leaves the output playing")
+
+      // input: the microphone is muted before the chain (flat, no music bed: silence).
+      #expect(try ctl(["mute", "--mode", "input"]).status == 0)
+      #expect(try level(after: 200_000) == 0, "input mute is silent")
+      let status = try ctl(["--json", "status"]).stdout
+      #expect(status.contains("\"mute_mode\":\"input\"") && status.contains("\"muted\":true"), "\(status)")
       let meters = try ctl(["--json", "meters", "--once"]).stdout
       let object = (try? JSONSerialization.jsonObject(with: Data(meters.utf8))) as? [String: Any] ?? [:]
       let peakIn = ((object["input"] as? [[String: Double]])?.first?["peak_dbfs"]) ?? -200
       #expect(abs(peakIn - 20 * log10(0.2)) < 0.2, "input peak \(peakIn) dBFS: \(meters)")
       #expect(try ctl(["unmute"]).status == 0)
+      let unmuted = try cleanLevel("the level after an input mute", after: 200_000)
+      #expect(near(-12)(unmuted), "after an input mute \(unmuted)")
 
       #expect(try ctl(["mute", "--mode", "suspend"]).status == 0)
       #expect(

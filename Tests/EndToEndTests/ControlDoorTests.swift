@@ -1,0 +1,139 @@
+import Foundation
+import Testing
+
+extension EndToEnd {
+  /// Issue 14, "a control door that always answers": requests are answered promptly whatever the
+  /// supervisor is doing, and `livemic ctl` gives up in one sentence.
+  @Suite("The control door always answers", .serialized)
+  struct ControlDoorTests {
+    /// The socket of the rig's LiveMic (`lmclient`) under `folder` (its XDG_RUNTIME_DIR).
+    static func connect(_ folder: URL) throws -> SocketLines {
+      try SocketLines(folder.appendingPathComponent("livemic/lmclient.sock").path)
+    }
+
+    /// Sends one request and returns its answer and how long it took (nil: none within `seconds`).
+    static func ask(_ socket: SocketLines, _ line: String, within seconds: Double = 1) -> (
+      [String: Any]?, Double
+    ) {
+      let start = Date()
+      socket.send(line)
+      let answer = socket.lines(for: seconds, count: 1).first.map(jsonObject)
+      return (answer, Date().timeIntervalSince(start))
+    }
+
+    @Test("while the server is away, status answers at once with the reconnecting state; a mute then holds")
+    func answersDuringAnOutage() throws {
+      let folder = Paths.temporaryFolder("door")
+      defer { try? FileManager.default.removeItem(at: folder) }
+      let env = ["XDG_RUNTIME_DIR": folder.path]
+      let (server, generator, capture, livemic) = try LiveAudioTests.rig(
+        ["-p", "flat"], signal: .sine(frequencyHz: 500, amplitude: 0.2), environment: env)
+      generator.close()
+      capture.close()
+      server.stop()
+      #expect(livemic.waitForLog("reconnecting when it is back"), "\(livemic.log)")
+      let socket = try Self.connect(folder)
+      let (status, seconds) = Self.ask(socket, "{\"cmd\":\"status\"}", within: 0.5)
+      #expect(status?["ok"] as? Bool == true, "no status within 0.5 s during the outage: \(livemic.log)")
+      #expect(seconds < 0.1, "status took \(seconds) s during the outage")
+      #expect(status?["state"] as? String == "reconnecting", "\(status ?? [:])")
+      #expect(status?["attempt"] is Int, "\(status ?? [:])")
+      #expect((status?["lost_seconds"] as? Double ?? -1) >= 0, "\(status ?? [:])")
+      let (muted, _) = Self.ask(socket, "{\"cmd\":\"mute\",\"mode\":\"input\"}", within: 0.5)
+      #expect(muted?["ok"] as? Bool == true, "\(muted ?? [:])")
+      try server.killAndRestart()
+      #expect(livemic.waitForLog("reconnected to"), "\(livemic.log)")
+      let (after, _) = Self.ask(socket, "{\"cmd\":\"status\"}", within: 0.5)
+      #expect(after?["state"] as? String == "muted", "\(after ?? [:])")
+      #expect(after?["mute_mode"] as? String == "input", "\(after ?? [:])")
+      #expect(livemic.interrupt() == 0)
+      server.stop()
+    }
+
+    @Test("learn waits beside the request loop: status is answered meanwhile")
+    func learnDoesNotBlock() throws {
+      let folder = Paths.temporaryFolder("door")
+      defer { try? FileManager.default.removeItem(at: folder) }
+      let env = ["XDG_RUNTIME_DIR": folder.path]
+      let counters = folder.appendingPathComponent("rtguard.txt")
+      let (server, generator, capture, livemic) = try LiveAudioTests.rig(
+        ["-p", "flat"], signal: .sine(frequencyHz: 500, amplitude: 0.2), guardOutput: counters,
+        environment: env)
+      let learning = try Self.connect(folder)
+      learning.send("{\"cmd\":\"learn\",\"key\":\"output.volume\"}")
+      usleep(100_000)
+      let socket = try Self.connect(folder)
+      var slowest = 0.0
+      for _ in 0..<20 {
+        let (status, seconds) = Self.ask(socket, "{\"cmd\":\"status\"}", within: 0.5)
+        #expect(status?["ok"] as? Bool == true, "no status while learn waits")
+        slowest = max(slowest, seconds)
+      }
+      #expect(slowest < 0.1, "the slowest status took \(slowest) s while learn waited")
+      #expect(livemic.interrupt() == 0)
+      RealtimeGuard.expectNothingCounted(counters)
+      generator.close()
+      capture.close()
+      server.stop()
+    }
+
+    @Test("a preset load while suspended is answered at once and runs after unmute")
+    func reloadWhileSuspended() throws {
+      let folder = Paths.temporaryFolder("door")
+      defer { try? FileManager.default.removeItem(at: folder) }
+      let env = ["XDG_RUNTIME_DIR": folder.path]
+      let counters = folder.appendingPathComponent("rtguard.txt")
+      let (server, generator, capture, livemic) = try LiveAudioTests.rig(
+        ["-p", "flat"], signal: .sine(frequencyHz: 500, amplitude: 0.2), guardOutput: counters,
+        environment: env)
+      let socket = try Self.connect(folder)
+      let (muted, _) = Self.ask(socket, "{\"cmd\":\"mute\",\"mode\":\"suspend\"}")
+      #expect(muted?["ok"] as? Bool == true, "\(muted ?? [:])")
+      let (loaded, seconds) = Self.ask(
+        socket, "{\"cmd\":\"preset\",\"action\":\"load\",\"name\":\"voice\"}", within: 5)
+      #expect(loaded?["preset"] as? String == "voice", "\(loaded ?? [:])")
+      #expect(seconds < 0.3, "the load took \(seconds) s while suspended")
+      let (status, _) = Self.ask(socket, "{\"cmd\":\"status\"}")
+      #expect(status?["mute_mode"] as? String == "suspend", "\(status ?? [:])")
+      #expect(livemic.interrupt() == 0)
+      RealtimeGuard.expectNothingCounted(counters)
+      generator.close()
+      capture.close()
+      server.stop()
+    }
+
+    @Test("ctl gives up after --timeout and says so in one sentence")
+    func ctlTimesOut() throws {
+      let folder = Paths.temporaryFolder("door")
+      defer { try? FileManager.default.removeItem(at: folder) }
+      let directory = folder.appendingPathComponent("livemic")
+      try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+      // A socket that accepts and never answers.
+      let path = directory.appendingPathComponent("ghost.sock").path
+      let listener = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+      defer { close(listener) }
+      var address = sockaddr_un()
+      address.sun_family = sa_family_t(AF_UNIX)
+      withUnsafeMutableBytes(of: &address.sun_path) { raw in
+        for (i, b) in Array(path.utf8).enumerated() { raw[i] = b }
+      }
+      let bound = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+          bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+        }
+      }
+      #expect(bound == 0 && listen(listener, 4) == 0)
+      let env = ["XDG_RUNTIME_DIR": folder.path]
+      let start = Date()
+      let result = try runLiveMic(["ctl", "-n", "ghost", "--timeout", "0.5", "status"], environment: env)
+      let seconds = Date().timeIntervalSince(start)
+      #expect(result.status == 1, "\(result)")
+      #expect(seconds < 2, "ctl took \(seconds) s with --timeout 0.5")
+      #expect(result.stderr.contains("did not answer within 0.5 s"), "\(result.stderr)")
+      let fallback = Date()
+      let plain = try runLiveMic(["ctl", "-n", "ghost", "status"], environment: env)
+      let waited = Date().timeIntervalSince(fallback)
+      #expect(plain.status == 1 && waited > 1.8 && waited < 4, "default timeout: \(waited) s, \(plain)")
+    }
+  }
+}

@@ -1,0 +1,97 @@
+import Foundation
+import Testing
+
+extension EndToEnd {
+  @Suite("Preset reloads during every mute mode", .serialized)
+  struct MuteReloadTests {
+    /// Issue 14: reloads interleaved with every mute mode, sets and unmutes. After each reload
+    /// status names the new preset and the mode is kept; after each unmute the measured level is
+    /// the last preset's at the last volume set. 24 rounds of 5 reloads (120, not 200): each
+    /// round's measurement waits out the 1 s unmute ramp, and the whole test stays near 40 s.
+    @Test("120 reloads interleaved with ramp, input and suspend mutes, sets and unmutes")
+    func reloadsDuringMutes() throws {
+      let folder = Paths.temporaryFolder("mutereload")
+      defer { try? FileManager.default.removeItem(at: folder) }
+      let env = ["XDG_RUNTIME_DIR": folder.path]
+      let counters = folder.appendingPathComponent("rtguard.txt")
+      // A second preset 6 dB quieter than flat, so the measurement tells them apart.
+      let quiet = folder.appendingPathComponent("quiet.json")
+      try Data(
+        """
+        {"name": "quiet", "volume": 1.0, "chain": [
+          {"unit": "input", "params": {"gain_db": -6}}, {"unit": "output"}]}
+        """.utf8
+      ).write(to: quiet)
+      let presets: [(request: String, name: String, db: Double)] = [
+        ("flat", "flat", 0), (quiet.path, "quiet", -6),
+      ]
+      let signal = TestSignal.sine(frequencyHz: 500, amplitude: 0.2)
+      // The rig's, with a capture that holds the whole test (70 s).
+      let server = try JackServer(period: 64)
+      let generator = try TestClient(name: "lmgen", server: server.name, signal: signal, captureChannels: 0)
+      let capture = try TestClient(
+        name: "lmcap", server: server.name, signal: nil, captureChannels: 3, seconds: 70)
+      try capture.connect(generator.portName("out"), capture.portName("in_1"))
+      let livemic = try LiveMicProcess(
+        [
+          "-s", server.name, "-n", "lmclient", "--connect-in", "lmgen:out", "--connect-out",
+          "lmcap:in_2,lmcap:in_3", "-p", "flat",
+        ], guardOutput: counters, environment: env)
+      guard livemic.waitForLog("latency capture-to-playback") else {
+        throw HarnessError("livemic did not start: \(livemic.log)")
+      }
+      let socket = try SocketLines(folder.appendingPathComponent("livemic/lmclient.sock").path)
+      func ask(_ request: [String: Any]) -> [String: Any] {
+        let data = (try? JSONSerialization.data(withJSONObject: request, options: [.sortedKeys])) ?? Data()
+        socket.send(String(decoding: data, as: UTF8.self))
+        return socket.lines(for: 2, count: 1).first.map(jsonObject) ?? [:]
+      }
+      let witness = Witness.rig(capture, signal: signal, client: "lmclient", environment: env)
+      let input = 0.2 / 2.squareRoot()
+      var seed: UInt64 = 14
+      func random(_ n: Int) -> Int {
+        seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+        return Int((seed >> 33) % UInt64(n))
+      }
+      let modes = ["ramp", "input", "suspend"]
+      var reloads = 0
+      for round in 0..<24 {
+        let mode = modes[(round + random(3)) % 3]
+        let muted = ask(["cmd": "mute", "mode": mode])
+        #expect(muted["ok"] as? Bool == true, "round \(round): mute \(mode): \(muted)")
+        var playing = presets[0]
+        for _ in 0..<5 {
+          playing = presets[random(2)]
+          let loaded = ask(["cmd": "preset", "action": "load", "name": playing.request])
+          #expect(loaded["preset"] as? String == playing.name, "round \(round): \(loaded)")
+          let status = ask(["cmd": "status"])
+          #expect(
+            status["preset"] as? String == playing.name && status["mute_mode"] as? String == mode,
+            "round \(round): after loading \(playing.name) muted \(mode): \(status)")
+          reloads += 1
+          if random(2) == 0 { _ = ask(["cmd": "set", "key": "output.volume", "value": 0.1]) }
+        }
+        let volume = [0.25, 0.5, 1.0][random(3)]
+        let set = ask(["cmd": "set", "key": "output.volume", "value": volume])
+        #expect(set["ok"] as? Bool == true, "round \(round): \(set)")
+        let unmuted = ask(["cmd": "unmute"])
+        #expect(unmuted["ok"] as? Bool == true, "round \(round): \(unmuted)")
+        let expected = playing.db + 20 * log10(volume)
+        let level = try retaking("round \(round): the level after unmuting \(mode)") {
+          let take = try witness.take(frames: 4800, channels: [1], settleMicroseconds: 1_200_000)
+          return Take(20 * log10(max(rms(take.value[0][...]), 1e-10) / input), spoilt: take.spoilt)
+        }
+        #expect(
+          abs(level - expected) < 0.1,
+          "round \(round): \(level) dB after unmuting \(mode), expected \(expected) (\(playing.name) at \(volume))"
+        )
+      }
+      #expect(reloads == 120)
+      #expect(livemic.interrupt() == 0)
+      RealtimeGuard.expectNothingCounted(counters)
+      generator.close()
+      capture.close()
+      server.stop()
+    }
+  }
+}
