@@ -57,4 +57,32 @@ import Testing
     let expected = [1, 0.5, 0.5, 0.25].map { 20 * log10($0) }
     for i in 0..<4 { #expect(abs(read[i].peakDecibels - expected[i]) < 1e-4, "channel \(i)") }
   }
+
+  /// The audio thread runs cycles as fast as it can while another thread reads the meters:
+  /// every reading holds whole cycles of all four channels, so a constant level reads exactly
+  /// that level on each (a read inside a cycle once took its input samples without its frame
+  /// count, or its input without its output).
+  @Test("Readings during cycles are whole cycles: a constant level always reads that level")
+  func readingsAreWholeCycles() {
+    let state = ProcessState(chain: Engine.chain(gain: 0.5), sampleRate: Engine.sampleRate)
+    let io = FakePorts()
+    io.input(left: 0.5, right: 0.5)
+    Engine.openRamp(state, io)
+    _ = state.meters.read()
+    let audio = AudioThread(state, io, frames: 64)
+    let expected = [0.5, 0.5, 0.25, 0.25].map { 20 * log10($0) }
+    var worst = 0.0
+    var readings = 0
+    let wanted = Engine.stressCount(2_000)
+    let deadline = Date().addingTimeInterval(20)
+    while readings < wanted && Date() < deadline {
+      let read = state.meters.read()
+      guard read[0].rmsDecibels > -200 else { continue }
+      readings += 1
+      for i in 0..<4 { worst = max(worst, abs(read[i].rmsDecibels - expected[i])) }
+    }
+    audio.stop()
+    #expect(readings == wanted, "\(readings) readings with cycles in them in 20 s")
+    #expect(worst < 1e-3, "a reading was \(worst) dB off the constant level")
+  }
 }
