@@ -17,19 +17,25 @@ extension EndToEnd {
     }
 
     /// Whether all three connections exist, as the late client sees them.
-    static func connected(_ late: LateClient, _ livemic: String) -> Bool {
+    static func connected(_ late: TestClient, _ livemic: String) -> Bool {
       late.connections(of: "late:out") == ["\(livemic):in_1"]
         && late.connections(of: "late:in_1") == ["\(livemic):out_1"]
         && late.connections(of: "late:in_2") == ["\(livemic):out_2"]
     }
 
+    /// A client that registers `out`, `in_1`, `in_2` now and activates only when told.
+    static func lateClient(_ server: String) throws -> TestClient {
+      try TestClient(name: "late", server: server, signal: .frameCode, captureChannels: 2, activate: false)
+    }
+
     /// The late client's generator reaches both of its inputs through LiveMic (`-p flat`).
-    static func expectAudioFlows(_ late: LateClient, _ livemic: LiveMicProcess, _ label: String) throws {
+    static func expectAudioFlows(_ late: TestClient, _ livemic: LiveMicProcess, _ label: String) throws {
       usleep(200_000)
-      let start = try late.record(frames: 4800)
+      let start = late.frameCount
+      try late.record(frames: 4800)
       let end = late.frameCount
-      let left = late.samples(channel: 0, from: start, to: end)
-      let right = late.samples(channel: 1, from: start, to: end)
+      let left = late.recording(channel: 0, from: start, to: end).samples
+      let right = late.recording(channel: 1, from: start, to: end).samples
       #expect(
         rms(left[...]) > 0.2 && rms(right[...]) > 0.2,
         "\(label): rms \(rms(left[...])), \(rms(right[...])) at the late client's inputs: \(livemic.log)")
@@ -49,7 +55,7 @@ extension EndToEnd {
     @Test("a client registered before LiveMic starts and activated 1 s later is connected, and audio flows")
     func registeredBeforeStart() throws {
       let server = try JackServer()
-      let late = try LateClient(name: "late", server: server.name)
+      let late = try Self.lateClient(server.name)
       let livemic = try LiveMicProcess(
         [
           "-s", server.name, "-n", "lmlate", "-p", "flat", "--connect-in", "late:out",
@@ -72,7 +78,7 @@ extension EndToEnd {
     @Test("after a server restart, a client registered but not yet active is connected once it activates")
     func registeredBeforeReconnect() throws {
       let server = try JackServer()
-      var late = try LateClient(name: "late", server: server.name)
+      var late = try Self.lateClient(server.name)
       try late.activate()
       let livemic = try LiveMicProcess(
         [
@@ -89,7 +95,7 @@ extension EndToEnd {
       kill(pid, SIGSTOP)
       do {
         try server.killAndRestart()
-        late = try LateClient(name: "late", server: server.name)
+        late = try Self.lateClient(server.name)
       } catch {
         kill(pid, SIGCONT)
         throw error

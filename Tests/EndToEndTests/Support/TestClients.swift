@@ -62,9 +62,12 @@ final class TestClient: @unchecked Sendable {
     _ = waitUntil(seconds: 2) { pendingMidi.load(ordering: .acquiring) == 0 }
   }
 
+  /// Opens the client, registers its ports and, unless `activate` is false, activates it
+  /// (`activate()` then does, as most JACK clients do: register, then activate; jackd2 refuses
+  /// to connect the ports of a client that is not active yet).
   init(
     name: String, server: String, signal: TestSignal?, captureChannels: Int, seconds: Double = 12,
-    midi: Bool = false
+    midi: Bool = false, activate: Bool = true
   ) throws {
     var status = jack_status_t(rawValue: 0)
     guard let h = livemic_client_open(name, JackNoStartServer, server, &status) else {
@@ -103,7 +106,12 @@ final class TestClient: @unchecked Sendable {
         Unmanaged<TestClient>.fromOpaque(context!).takeUnretainedValue().xruns.add(1, ordering: .relaxed)
         return 0
       }, Unmanaged.passUnretained(self).toOpaque())
-    guard jack_activate(h) == 0 else { throw HarnessError("test client '\(name)' cannot activate") }
+    if activate { try self.activate() }
+  }
+
+  /// Activates the client: from now on it runs and its ports can be connected.
+  func activate() throws {
+    guard jack_activate(handle) == 0 else { throw HarnessError("test client '\(name)' cannot activate") }
   }
 
   deinit {
