@@ -169,7 +169,7 @@ let pluginsHelp = """
   """
 
 let ctlHelp = """
-  USAGE: livemic ctl [-n NAME] [--json] COMMAND
+  USAGE: livemic ctl [-n NAME] [--json] [--timeout SECONDS] COMMAND
 
   Talks to the running LiveMic whose JACK client is NAME (default livemic) through its control
   socket ($XDG_RUNTIME_DIR/livemic/NAME.sock). Commands:
@@ -178,10 +178,11 @@ let ctlHelp = """
     set KEY VALUE              set a parameter (smoothed); e.g. set eq.bass_db 3
     preset load NAME|PATH      build the preset's chain and crossfade to it
     preset save NAME|PATH      write the running chain, values and plugin state as a preset
-    mute [--mode ramp|bypass|suspend]
-                               ramp: fade to silence (processing and connections stay);
-                               bypass: the dry input at the output volume, chain skipped;
-                               suspend: deactivate the client (resumes with the quiet ramp)
+    mute [--mode ramp|input|suspend]
+                               ramp: fade to silence in 50 ms (processing and connections
+                               stay); input: mute the microphone before the chain (the music
+                               bed, the monitor mix and the effect tails go on); suspend:
+                               fade out and deactivate the client (resumes with the quiet ramp)
     unmute                     ramp back up over 1 s
     route                      the requested route, the effective target, the actual
                                connections and the candidates available now
@@ -202,12 +203,13 @@ let ctlHelp = """
     loudness                   momentary, short-term, integrated loudness (LUFS), range and
                                true peak (dBTP) of the output
     loudness reset             start integrated loudness, range and true peak over
-  --json prints the raw response (or stream) lines. See docs/control.md.
+  --json prints the raw response (or stream) lines. --timeout: give up when LiveMic does not
+  answer within SECONDS (default 2; 12 for learn), exit status 1. See docs/control.md.
 
   EXAMPLES
     livemic ctl set output.volume 0.5
     livemic ctl -n stage preset load karaoke
-    livemic ctl mute --mode bypass
+    livemic ctl mute --mode input
     livemic ctl --json status | jq .xruns
     livemic ctl events
     livemic ctl record start --tap input --format flac ~/takes/
