@@ -1,0 +1,59 @@
+import DSP
+import Foundation
+import Testing
+
+@testable import LiveMicEngine
+
+/// The `input` mute mode (the microphone muted before the chain) and a chain swap the control
+/// side does not wait for (`crossfade` with no timeout, then `collect`).
+@Suite struct InputMuteTests {
+  typealias E = Engine
+
+  @Test("The input mute fades the microphone out before the chain over 50 ms, and back")
+  func inputMute() {
+    let state = ProcessState(chain: E.chain(gain: 0.5), sampleRate: E.sampleRate)
+    let io = FakePorts()
+    io.input(left: 0.8, right: -0.8)
+    E.openRamp(state, io)
+    state.inputMuted.store(1, ordering: .relaxed)
+    var output: [Float] = []
+    for _ in 0..<12 {
+      io.run(state, frames: 256)
+      output += io.output(frames: 256).left
+    }
+    let step = 1 / Float(state.fadeLength)
+    for f in [0, 99, 1000] {
+      #expect(abs(output[f] - 0.4 * (1 - Float(f + 1) * step)) < 1e-4, "frame \(f): \(output[f])")
+    }
+    #expect(output[(state.fadeLength - 1)...].allSatisfy { $0 == 0 }, "silent from 50 ms on")
+    state.inputMuted.store(0, ordering: .relaxed)
+    for _ in 0..<12 { io.run(state, frames: 256) }
+    #expect(io.output(frames: 256).left.allSatisfy { $0 == 0.4 }, "the microphone back")
+  }
+
+  @Test("A swap the control side does not wait for completes; collect releases the old chain")
+  func unwaitedSwap() {
+    let counter = LiveCounter()
+    let state = ProcessState(chain: E.chain(gain: 1, counter: counter), sampleRate: E.sampleRate)
+    let io = FakePorts()
+    io.input(left: 1, right: 1)
+    E.openRamp(state, io)
+    for round in 0..<3 {
+      let next = E.chain(gain: Float(round), counter: counter)
+      #expect(!state.slot.crossfade(to: next, running: true, timeoutMilliseconds: 0))
+      #expect(state.slot.collect(), "round \(round): under way before any cycle")
+      for _ in 0..<12 { io.run(state, frames: 256) }
+      #expect(!state.slot.collect(), "round \(round): the old chain came back")
+      #expect(E.isCurrent(next, in: state.slot), "round \(round)")
+      #expect(io.output(frames: 64).left.allSatisfy { $0 == Float(round) }, "round \(round)")
+    }
+    // Two loads in a row: the second waits until the first's old chain is collected.
+    let first = E.chain(gain: 3, counter: counter)
+    let second = E.chain(gain: 4, counter: counter)
+    state.slot.crossfade(to: first, running: true, timeoutMilliseconds: 0)
+    io.run(state, frames: 256)
+    state.slot.crossfade(to: second, running: true, timeoutMilliseconds: 0)
+    for _ in 0..<40 where state.slot.collect() { io.run(state, frames: 256) }
+    #expect(E.isCurrent(second, in: state.slot))
+  }
+}
