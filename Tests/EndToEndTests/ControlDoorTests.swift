@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 extension EndToEnd {
@@ -95,6 +96,53 @@ extension EndToEnd {
       #expect(seconds < 0.3, "the load took \(seconds) s while suspended")
       let (status, _) = Self.ask(socket, "{\"cmd\":\"status\"}")
       #expect(status?["mute_mode"] as? String == "suspend", "\(status ?? [:])")
+      #expect(livemic.interrupt() == 0)
+      RealtimeGuard.expectNothingCounted(counters)
+      generator.close()
+      capture.close()
+      server.stop()
+    }
+
+    @Test("six clients sending random valid commands for 10 s: every request answered, p99 under 100 ms")
+    func sixClients() throws {
+      let folder = Paths.temporaryFolder("door")
+      defer { try? FileManager.default.removeItem(at: folder) }
+      let env = ["XDG_RUNTIME_DIR": folder.path]
+      let counters = folder.appendingPathComponent("rtguard.txt")
+      let (server, generator, capture, livemic) = try LiveAudioTests.rig(
+        ["-p", "flat"], signal: .sine(frequencyHz: 500, amplitude: 0.2), guardOutput: counters,
+        environment: env)
+      let commands = [
+        "{\"cmd\":\"status\"}", "{\"cmd\":\"get\"}",
+        "{\"cmd\":\"set\",\"key\":\"output.volume\",\"value\":0.5}",
+        "{\"cmd\":\"preset\",\"action\":\"load\",\"name\":\"flat\"}",
+        "{\"cmd\":\"preset\",\"action\":\"load\",\"name\":\"voice\"}", "{\"cmd\":\"mute\"}",
+        "{\"cmd\":\"mute\",\"mode\":\"input\"}", "{\"cmd\":\"mute\",\"mode\":\"suspend\"}",
+        "{\"cmd\":\"unmute\"}", "{\"cmd\":\"meters\"}", "{\"cmd\":\"connections\"}", "{\"cmd\":\"route\"}",
+      ]
+      let times = Mutex<[Double]>([])
+      let unanswered = Atomic<Int>(0)
+      let end = Date().addingTimeInterval(10)
+      DispatchQueue.concurrentPerform(iterations: 6) { n in
+        guard let socket = try? Self.connect(folder) else {
+          unanswered.add(1, ordering: .relaxed)
+          return
+        }
+        var i = n
+        while Date() < end {
+          i = (i &* 1_103_515_245 &+ 12345) & 0x7fff_ffff
+          let (answer, seconds) = Self.ask(socket, commands[(i >> 16) % commands.count], within: 5)
+          if answer == nil { unanswered.add(1, ordering: .relaxed) }
+          times.withLock { $0.append(seconds) }
+          usleep(20_000)
+        }
+      }
+      let sorted = times.withLock { $0 }.sorted()
+      let p99 = sorted.isEmpty ? 99 : sorted[sorted.count * 99 / 100]
+      #expect(unanswered.load(ordering: .relaxed) == 0)
+      #expect(sorted.count > 300, "\(sorted.count) requests")
+      #expect(p99 < 0.1, "p99 \(p99) s, slowest \(sorted.last ?? 0) s over \(sorted.count) requests")
+      print("six clients: \(sorted.count) requests, p99 \(p99) s, slowest \(sorted.last ?? 0) s")
       #expect(livemic.interrupt() == 0)
       RealtimeGuard.expectNothingCounted(counters)
       generator.close()
