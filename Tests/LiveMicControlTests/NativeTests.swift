@@ -156,7 +156,7 @@ struct NativeTests {
       ])
     #expect(try Self.complete(["ctl", "preset", "load", "kar"], livemic: binary) == ["karaoke"])
     #expect(
-      try Self.complete(["ctl", "mute", "--mode", ""], livemic: binary) == ["ramp", "bypass", "suspend"])
+      try Self.complete(["ctl", "mute", "--mode", ""], livemic: binary) == ["ramp", "input", "suspend"])
   }
 
   @Test(
