@@ -31,6 +31,23 @@ import Testing
     #expect(io.output(frames: 256).left.allSatisfy { $0 == 0.4 }, "the microphone back")
   }
 
+  @Test("The input mute leaves the music bed playing: only the voice goes")
+  func musicGoesOn() {
+    let state = ProcessState(
+      chain: E.chain(gain: 0.5, [StageDescription(id: "music", type: "music", values: ["volume_db": 0])]),
+      sampleRate: E.sampleRate)
+    let io = FakePorts()
+    io.music = true
+    io.input(left: 0.2, right: 0.2)
+    io.musicInput(left: 0.5, right: -0.5)
+    E.openRamp(state, io)
+    #expect(io.output(frames: 256).left.allSatisfy { abs($0 - 0.6) < 1e-6 }, "voice and music")
+    state.inputMuted.store(1, ordering: .relaxed)
+    for _ in 0..<12 { io.run(state, frames: 256) }
+    let out = io.output(frames: 256)
+    #expect(out.left.allSatisfy { $0 == 0.5 } && out.right.allSatisfy { $0 == -0.5 }, "the music alone")
+  }
+
   @Test("A swap the control side does not wait for completes; collect releases the old chain")
   func unwaitedSwap() {
     let counter = LiveCounter()
