@@ -35,7 +35,12 @@ extension LiveSession {
     if !waitUntilSilent(state) { Log.error("the output did not ramp to silence in 300 ms; moving anyway") }
     controller.commit(change, client: client, book: book)
     report(change, direction: direction)
-    if controller.policy == .continue && !wasMuted { _ = unmute(client, state) }
+    guard controller.policy == .continue && !wasMuted else { return }
+    // Only the route's own mute is undone: a mute mode set by the user stays.
+    muted = false
+    state.ramp.fadeIn()
+    Log.info("output unmuted (route: --on-route-loss continue; ramping up over 1 s)")
+    stream.emit("unmuted", ["reason": .string("route"), "code": .string(change.code.rawValue)])
   }
 
   /// Mutes the output (50 ms ramp) because the route's target was lost.
