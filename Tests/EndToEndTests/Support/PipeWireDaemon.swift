@@ -174,6 +174,9 @@ enum PipeWireDaemon {
 final class SystemPorts {
   private let handle: OpaquePointer
   private var outputs: [OpaquePointer] = []
+  /// The outputs as pointers for the process callback (a debug build's array iteration
+  /// allocates, which a real-time thread must not).
+  private let outputList = UnsafeMutablePointer<OpaquePointer?>.allocate(capacity: 2)
 
   init(server: String) throws {
     var status = jack_status_t(rawValue: 0)
@@ -186,6 +189,7 @@ final class SystemPorts {
       outputs.append(
         jack_port_register(
           h, "capture_\(i)", "32 bit float mono audio", UInt(JackPortIsOutput.rawValue | physical), 0)!)
+      outputList[i - 1] = outputs[i - 1]
     }
     for i in 1...2 {
       _ = jack_port_register(
@@ -194,9 +198,9 @@ final class SystemPorts {
     jack_set_process_callback(
       h,
       { frames, context in
-        let ports = Unmanaged<SystemPorts>.fromOpaque(context!).takeUnretainedValue().outputs
-        for port in ports {
-          jack_port_get_buffer(port, frames)?.initializeMemory(
+        let ports = Unmanaged<SystemPorts>.fromOpaque(context!).takeUnretainedValue().outputList
+        for i in 0..<2 {
+          jack_port_get_buffer(ports[i], frames)?.initializeMemory(
             as: Float.self, repeating: 0, count: Int(frames))
         }
         return 0
@@ -212,5 +216,8 @@ final class SystemPorts {
     jack_client_close(handle)
   }
 
-  deinit { close() }
+  deinit {
+    close()
+    outputList.deallocate()
+  }
 }

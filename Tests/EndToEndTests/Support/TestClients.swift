@@ -40,6 +40,14 @@ final class TestClient: @unchecked Sendable {
   let sampleRate: Double
   private var outputPort: OpaquePointer?
   private var inputPorts: [OpaquePointer] = []
+  /// The input ports and their storage, as pointers the process callback indexes (a debug
+  /// build's array iteration allocates, and a malloc lock held by a preempted test thread would
+  /// stall this real-time thread: the cycles lost under load were the test's own).
+  private let inputPortList: UnsafeMutablePointer<OpaquePointer?>
+  private let storageList: UnsafeMutablePointer<UnsafeMutablePointer<Float>?>
+  private let inputCount: Int
+  /// The three bytes of a control change, written by the process callback.
+  private let midiBytes = UnsafeMutablePointer<UInt8>.allocate(capacity: 3)
   private let capacity: Int
   private var storage: [UnsafeMutablePointer<Float>] = []
   private let frameTimes: UnsafeMutablePointer<UInt32>
@@ -95,6 +103,13 @@ final class TestClient: @unchecked Sendable {
       buffer.initialize(repeating: 0, count: capacity)
       storage.append(buffer)
     }
+    inputCount = captureChannels
+    inputPortList = .allocate(capacity: max(captureChannels, 1))
+    storageList = .allocate(capacity: max(captureChannels, 1))
+    for i in 0..<captureChannels {
+      inputPortList[i] = inputPorts[i]
+      storageList[i] = storage[i]
+    }
     jack_set_process_callback(
       h,
       { frames, context in
@@ -118,6 +133,9 @@ final class TestClient: @unchecked Sendable {
     close()
     frameTimes.deallocate()
     for s in storage { s.deallocate() }
+    inputPortList.deallocate()
+    storageList.deallocate()
+    midiBytes.deallocate()
   }
 
   private var closed = false
@@ -135,8 +153,10 @@ final class TestClient: @unchecked Sendable {
       jack_midi_clear_buffer(buffer)
       let message = pendingMidi.exchange(0, ordering: .acquiringAndReleasing)
       if message != 0 {
-        var bytes: [UInt8] = [UInt8(message >> 16 & 0xFF), UInt8(message >> 8 & 0x7F), UInt8(message & 0x7F)]
-        _ = jack_midi_event_write(buffer, 0, &bytes, 3)
+        midiBytes[0] = UInt8(message >> 16 & 0xFF)
+        midiBytes[1] = UInt8(message >> 8 & 0x7F)
+        midiBytes[2] = UInt8(message & 0x7F)
+        _ = jack_midi_event_write(buffer, 0, midiBytes, 3)
       }
     }
     if let outputPort, let signal, let out = jack_port_get_buffer(outputPort, frames) {
@@ -144,10 +164,10 @@ final class TestClient: @unchecked Sendable {
       for i in 0..<n { o[i] = signal.value(atFrame: t &+ UInt32(i), sampleRate: sampleRate) }
     }
     let w = written.load(ordering: .relaxed)
-    if !inputPorts.isEmpty && w + n <= capacity {
-      for (c, port) in inputPorts.enumerated() {
-        let b = jack_port_get_buffer(port, frames)!.assumingMemoryBound(to: Float.self)
-        (storage[c] + w).update(from: b, count: n)
+    if inputCount > 0 && w + n <= capacity {
+      for c in 0..<inputCount {
+        let b = jack_port_get_buffer(inputPortList[c], frames)!.assumingMemoryBound(to: Float.self)
+        (storageList[c]! + w).update(from: b, count: n)
       }
       for i in 0..<n { frameTimes[w + i] = t &+ UInt32(i) }
       written.store(w + n, ordering: .releasing)
