@@ -1,4 +1,5 @@
 import CLilv
+import DSP
 import Synchronization
 
 #if canImport(Glibc)
@@ -14,7 +15,7 @@ public final class URIDMap: @unchecked Sendable {
     var ids: [String: UInt32] = [:]
     var uris: [UnsafeMutablePointer<CChar>] = []
   }
-  private let table = Mutex(Table())
+  private let table = Locked(Table())
   /// The `urid:map` and `urid:unmap` feature data, valid while this object lives.
   let mapFeature: UnsafeMutablePointer<LV2_URID_Map>
   let unmapFeature: UnsafeMutablePointer<LV2_URID_Unmap>

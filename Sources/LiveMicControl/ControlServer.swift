@@ -1,3 +1,4 @@
+import DSP
 import Foundation
 import Synchronization
 
@@ -23,9 +24,9 @@ final class ControlServer: @unchecked Sendable {
   /// mid-line, and the topics it follows.
   final class Connection: @unchecked Sendable {
     let fd: Int32
-    private let followed = Mutex<Set<String>>([])
+    private let followed = Locked<Set<String>>([])
     /// Held while a line is written; false once the connection is closed for writing.
-    private let writer = Mutex<Bool>(true)
+    private let writer = Locked<Bool>(true)
     init(fd: Int32) { self.fd = fd }
 
     var topics: Set<String> {
@@ -81,8 +82,8 @@ final class ControlServer: @unchecked Sendable {
 
   let path: String
   private let listener: Int32
-  private let queue = Mutex<[Pending]>([])
-  private let subscribers = Mutex<[Connection]>([])
+  private let queue = Locked<[Pending]>([])
+  private let subscribers = Locked<[Connection]>([])
   private let wake: DispatchSemaphore
 
   /// The socket path for a client name.

@@ -116,7 +116,7 @@ extension LiveSession {
 
   /// What the thread of `openBeside` hands back: done, and the client it opened (if any).
   final class OpenResult: @unchecked Sendable {
-    let state = Mutex<(Bool, JackClient?)>((false, nil))
+    let state = Locked<(Bool, JackClient?)>((false, nil))
   }
 
   enum Outcome { case stop, serverLost }

@@ -1,4 +1,5 @@
 import CEbur128
+import DSP
 import Dispatch
 import Foundation
 import LiveMicEngine
@@ -119,7 +120,7 @@ public final class LoudnessAnalyzer {
 /// the analyzer.
 final class LoudnessMeter: @unchecked Sendable {
   let consumer: TapConsumer
-  private let published = Mutex(LoudnessReading())
+  private let published = Locked(LoudnessReading())
   private let resetRequested = Atomic<Bool>(false)
   /// A sample rate to start over at (0: none).
   private let pendingRate = Atomic<Int>(0)

@@ -1,4 +1,5 @@
 import CLo
+import DSP
 import Foundation
 import LiveMicEngine
 import Synchronization
@@ -33,11 +34,11 @@ final class NsmClient: @unchecked Sendable {
   private let fd: Int32
   private var server = sockaddr_storage()
   private var serverLength = socklen_t(0)
-  private let opens = Mutex<[Open]>([])
+  private let opens = Locked<[Open]>([])
   private let saves = Atomic<Int>(0)
   private let wake: DispatchSemaphore
   /// The session manager's name, once it accepted the announce.
-  let managerName = Mutex<String?>(nil)
+  let managerName = Locked<String?>(nil)
 
   /// Resolves `osc.udp://HOST:PORT/` and opens LiveMic's socket (any address, a free port).
   init(url: String, wake: DispatchSemaphore) throws(Failure) {

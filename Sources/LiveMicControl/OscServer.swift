@@ -1,4 +1,5 @@
 import CLo
+import DSP
 import Foundation
 import Synchronization
 
@@ -29,7 +30,7 @@ final class OscServer: @unchecked Sendable {
 
   private let fd: Int32
   private let control: ControlServer
-  private let subscribers = Mutex<[Subscriber]>([])
+  private let subscribers = Locked<[Subscriber]>([])
   let port: Int
 
   init(host: String, port: Int, control: ControlServer) throws(SessionError) {

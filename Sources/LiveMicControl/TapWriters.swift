@@ -1,4 +1,5 @@
 import CSndfile
+import DSP
 import Dispatch
 import Foundation
 import LiveMicEngine
@@ -74,7 +75,7 @@ final class Recording: @unchecked Sendable {
   /// Frames written to the file.
   let writtenFrames = Atomic<UInt64>(0)
   private let stopRequested = Atomic<Bool>(false)
-  private let failure = Mutex<String?>(nil)
+  private let failure = Locked<String?>(nil)
   private let done = DispatchSemaphore(value: 0)
   private let wake: DispatchSemaphore
 
@@ -202,7 +203,7 @@ final class StreamOut: @unchecked Sendable {
   /// True once the destination is open and the consumer attached.
   let attached = Atomic<Bool>(false)
   private let stopRequested = Atomic<Bool>(false)
-  private let failure = Mutex<String?>(nil)
+  private let failure = Locked<String?>(nil)
   private let done = DispatchSemaphore(value: 0)
 
   init(path: String, format: Format, sampleRate: Int, table: TapTable, wake: DispatchSemaphore) {

@@ -34,12 +34,12 @@ public final class ChainSlot: @unchecked Sendable {
     /// The chain the last call's swap replaces, while it has not come back (0: none).
     var awaiting: UInt = 0
   }
-  private let control: Mutex<Handover>
+  private let control: Locked<Handover>
 
   public init(_ chain: VoiceChain) {
     let raw = UInt(bitPattern: Unmanaged.passRetained(chain).toOpaque())
     pointer.store(raw, ordering: .releasing)
-    control = Mutex(Handover(latest: raw, beforeLatest: raw))
+    control = Locked(Handover(latest: raw, beforeLatest: raw))
   }
 
   deinit {

@@ -1,3 +1,4 @@
+import DSP
 import Dispatch
 import Synchronization
 
@@ -33,7 +34,7 @@ public final class EngineEvents: @unchecked Sendable {
   /// Full names of other clients' ports unregistered since the supervisor last asked
   /// (`takeVanishedPorts`): a port that vanished and came back between two readings of the
   /// graph lost its connections to the server, not to a user.
-  private let vanished = Mutex<Set<String>>([])
+  private let vanished = Locked<Set<String>>([])
 
   /// Notes an unregistered port. Thread: libjack's notification thread (not the process
   /// callback).

@@ -1,4 +1,5 @@
 import CJack
+import DSP
 import Dispatch
 import Synchronization
 
@@ -105,7 +106,7 @@ public final class TapTable: @unchecked Sendable {
   public let passes = Atomic<UInt64>(0)
   /// Consumers attached per tap, so a cycle with none skips the interleaving.
   private let attachedPerTap: UnsafeMutablePointer<Atomic<Int>>
-  private let editing = Mutex<Void>(())
+  private let editing = Locked<Void>(())
 
   public init() {
     slots = .allocate(capacity: Self.slotCount)

@@ -6,7 +6,7 @@ import Synchronization
 #endif
 
 /// Serializes FFTW plan creation and destruction: only `fftwf_execute` is thread-safe.
-let fftwPlanLock = Mutex(())
+let fftwPlanLock = Locked(())
 
 /// The spectral half of the feedback suppressor: finds sustained narrow-band peaks that behave
 /// like acoustic feedback (see docs/feedback.md for the criteria and their reasons).
