@@ -57,7 +57,9 @@ final class NetJackRig {
       try startMaster()
       slave = try Self.launch(
         [
-          "-n", slaveName, "--no-realtime", "-d", "net", "-a", "127.0.0.1", "-p", "\(udpPort)",
+          "-n", slaveName,
+        ] + TestRealtime.jackdArguments + [
+          "-d", "net", "-a", "127.0.0.1", "-p", "\(udpPort)",
           "-n", slaveClient, "-C", "2", "-P", "2", "-l", "\(networkLatency)",
         ], log: slaveLog)
       try waitUntilJoined()
@@ -159,7 +161,8 @@ final class NetJackRig {
 
   private func startMaster() throws {
     master = try Self.launch(
-      ["-n", masterName, "--no-realtime", "-d", "dummy", "-r", "48000", "-p", "\(period)"], log: masterLog)
+      ["-n", masterName] + TestRealtime.jackdArguments + ["-d", "dummy", "-r", "48000", "-p", "\(period)"],
+      log: masterLog)
     guard Self.poll(seconds: 10, { ports(on: masterName) != nil }) else {
       throw HarnessError("the master jackd did not start: \(logs)")
     }
