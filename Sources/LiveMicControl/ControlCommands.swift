@@ -72,6 +72,19 @@ extension LiveSession {
     learning.removeAll()
   }
 
+  /// `last_missed_cycle` of `status`: the latest gap in the server's frame times (its frame
+  /// time, frames missing, and its number in `missed_cycles`); absent before the first.
+  private static func missedCycleStatus(_ state: ProcessState) -> [String: Any] {
+    guard let gap = MissedCycle(packed: state.lastMissedCycle.load(ordering: .relaxed)) else { return [:] }
+    let count = state.missedCycles.load(ordering: .relaxed)
+    return [
+      "last_missed_cycle": [
+        "expected_frame_time": Int(gap.expectedFrameTime), "missing_frames": Int(gap.missingFrames),
+        "number": Int(gap.number(countAfter: count)),
+      ]
+    ]
+  }
+
   private func status(_ client: JackClient, _ state: ProcessState) -> [String: Any] {
     let stages: [[String: Any]] = chain.stages.map { stage in
       let bypass = chain.parameter("\(stage.id).bypass").map { chain.targets.value($0.index) >= 0.5 } ?? false
@@ -89,7 +102,7 @@ extension LiveSession {
       "state": suspended ? "suspended" : isMuted ? "muted" : "running",
       "cycles": Int(state.cycles.load(ordering: .relaxed)),
       "missed_cycles": Int(state.missedCycles.load(ordering: .relaxed)), "chain": stages,
-    ].merging(tapStatus) { a, _ in a }.merging(loudnessStatus) { a, _ in a }
+    ].merging(Self.missedCycleStatus(state)) { a, _ in a }.merging(tapStatus) { a, _ in a }.merging(loudnessStatus) { a, _ in a }
   }
 
   func get(_ request: [String: JSONValue]) throws(ControlError) -> [String: Any] {

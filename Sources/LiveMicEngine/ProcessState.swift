@@ -79,6 +79,8 @@ public final class ProcessState: @unchecked Sendable {
   /// Cycles the server ran without this client: gaps in the frame times of consecutive
   /// process calls. On jackd each is also an xrun; PipeWire's libjack reports no xrun for them.
   public let missedCycles = Atomic<UInt64>(0)
+  /// The latest of those gaps (`MissedCycle.packed`; 0 before the first).
+  public let lastMissedCycle = Atomic<UInt64>(0)
   /// The client, for `jack_last_frame_time` (nil in tests that drive `process` by hand).
   private let client: OpaquePointer?
   /// The frame time the next cycle should start at (audio thread only); nil before the first.
@@ -220,7 +222,14 @@ public final class ProcessState: @unchecked Sendable {
   /// - Realtime: safe
   @inline(__always)
   private func noteFrameTime(_ now: jack_nframes_t, frames: jack_nframes_t) {
-    if let expected = nextFrameTime, now != expected { missedCycles.add(1, ordering: .relaxed) }
+    if let expected = nextFrameTime, now != expected {
+      let count = missedCycles.add(1, ordering: .relaxed).newValue
+      let missing = now &- expected
+      let gap = MissedCycle(
+        numberLow16: UInt16(truncatingIfNeeded: count), expectedFrameTime: expected,
+        missingFrames: missing > 0xFFFF ? 0xFFFF : UInt16(missing))
+      lastMissedCycle.store(gap.packed, ordering: .relaxed)
+    }
     nextFrameTime = now &+ frames
   }
 

@@ -21,9 +21,9 @@ extension EndToEnd {
       try controller.connect("lmmidi:midi_out", "lmclient:midi_in")
       let input = 0.2 / 2.squareRoot()
       // `send`s a controller message, then measures the level as a share of the input's. Retaken
-      // (message and take) when the server spoilt the stretch from the send to the end of the
-      // take (a gap, an xrun, the generator off, a cycle LiveMic missed): a dropped cycle can
-      // lose the message itself. A controller's value is absolute, so resending is safe.
+      // (message and take) when the server spoilt the take or the delivery, the first 100 ms
+      // after the send (a gap, an xrun, the generator off, a cycle LiveMic missed): a dropped
+      // cycle can lose the message itself. A controller's value is absolute, so resending is safe.
       let witness = Witness.rig(
         capture, signal: .sine(frequencyHz: 500, amplitude: 0.2), client: "lmclient", environment: env)
       func level(near ratio: Double, after send: () -> Void) throws -> Double {

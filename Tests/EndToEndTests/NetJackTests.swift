@@ -88,7 +88,8 @@ extension EndToEnd {
       // carry the code bit for bit, every sample.
       let witness = Witness(
         capture: capture, generators: [(0, .frameCode)],
-        missedCycles: { Witness.missedCycles(client: "lmnetclient", environment: [:]) })
+        missedCycles: { Witness.missedCycles(client: "lmnetclient", environment: [:]) },
+        missedCyclesOnCaptureClock: false)
       let (direct, left, right) = try retaking("\(label): the code round the link") {
         let troubles = rig.linkTroubles
         let mark = witness.mark()

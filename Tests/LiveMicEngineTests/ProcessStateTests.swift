@@ -33,9 +33,24 @@ import Testing
       #expect(state.cycles.load(ordering: .relaxed) == UInt64(i + 1))
     }
     #expect(state.missedCycles.load(ordering: .relaxed) == 2, "1128+64 ≠ 1500 and 1564+64 ≠ 1700")
+    let last = MissedCycle(packed: state.lastMissedCycle.load(ordering: .relaxed))
+    #expect(last == MissedCycle(numberLow16: 2, expectedFrameTime: 1628, missingFrames: 72))
+    #expect(last?.number(countAfter: 2) == 2 && last?.number(countAfter: 65539) == 65538)
     io.run(state, frames: 128)  // no frame time: not counted
     #expect(state.lastFrames.load(ordering: .relaxed) == 128)
     #expect(state.missedCycles.load(ordering: .relaxed) == 2)
+  }
+
+  @Test("The latest missed cycle saturates its missing frames and wraps with the frame time")
+  func lastMissedCycle() {
+    let state = ProcessState(chain: E.chain(), sampleRate: E.sampleRate)
+    let io = FakePorts()
+    #expect(MissedCycle(packed: state.lastMissedCycle.load(ordering: .relaxed)) == nil)
+    io.run(state, frames: 64, frameTime: UInt32.max - 63)
+    io.run(state, frames: 64, frameTime: 100_000)  // expected 0 after the wrap
+    #expect(
+      MissedCycle(packed: state.lastMissedCycle.load(ordering: .relaxed))
+        == MissedCycle(numberLow16: 1, expectedFrameTime: 0, missingFrames: 0xFFFF))
   }
 
   @Test("process does nothing on a state without ports")

@@ -82,19 +82,34 @@ struct Witness {
   /// The channels that record generators directly, and the generators' signals.
   var generators: [(channel: Int, signal: TestSignal)] = []
   /// LiveMic's `missed_cycles` now (from `ctl status`); nil when LiveMic is not asked.
-  var missedCycles: (() -> Int?)?
+  var missedCycles: (() -> MissedCycles?)?
+  /// Whether LiveMic runs on the capture's server, so the frame time of its latest missed cycle
+  /// tells whether that cycle fell inside the stretch (false for NetJACK2's slave: any rise
+  /// counts).
+  var missedCyclesOnCaptureClock = true
 
   /// Where a watched stretch starts.
   struct Mark {
     let frame: Int
     let xruns: Int
-    let missed: Int?
+    let missed: MissedCycles?
   }
 
   /// Marks the start of a stretch (before anything the take depends on, such as a message
   /// that the take then measures).
+  /// The counters are read before the frame, so whatever they miss is in the stretch.
   func mark() -> Mark {
-    Mark(frame: capture.frameCount, xruns: capture.xruns.load(ordering: .relaxed), missed: missedCycles?())
+    let missed = missedCycles?()
+    let xruns = capture.xruns.load(ordering: .relaxed)
+    return Mark(frame: capture.frameCount, xruns: xruns, missed: missed)
+  }
+
+  /// Marks the end of a stretch: the frame first, then the counters (after a wait, since an
+  /// xrun is reported after the cycle it spoilt), so they count everything in the stretch.
+  func endMark() -> Mark {
+    let frame = capture.frameCount
+    usleep(20_000)
+    return Mark(frame: frame, xruns: capture.xruns.load(ordering: .relaxed), missed: missedCycles?())
   }
 
   /// Why the stretch from `mark` to frame `end` is spoilt, or nil when nothing shows it was.
@@ -105,8 +120,86 @@ struct Witness {
     if gaps > 0 { reasons.append("\(gaps) gaps in the capture's frame times") }
     let xruns = capture.xruns.load(ordering: .relaxed) - mark.xruns
     if xruns > 0 { reasons.append("\(xruns) xruns counted by the server") }
+    reasons += generatorEvidence(from: mark.frame, to: end)
+    if let before = mark.missed, let after = missedCycles?(),
+      let missed = missedCyclesSpoil(before: before, after: after, from: mark.frame, to: end)
+    {
+      reasons.append(missed)
+    }
+    return reasons.isEmpty ? nil : reasons.joined(separator: ", ")
+  }
+
+  /// Whether LiveMic's missed cycles between two readings spoil the stretch of capture frames
+  /// `start..<end`: any rise does, except a single missed cycle whose gap in the server's frame
+  /// times lies wholly outside the stretch's frame times (it happened while `ctl status` ran,
+  /// before or after the stretch). Nil when they do not.
+  func missedCyclesSpoil(before: MissedCycles, after: MissedCycles, from start: Int, to end: Int) -> String? {
+    let risen = after.count - before.count
+    guard risen > 0 else { return nil }
+    let spoilt = "LiveMic missed \(risen) cycles"
+    guard missedCyclesOnCaptureClock, risen == 1, let gap = after.last, gap.number == after.count else { return spoilt }
+    let times = capture.recording(channel: 0, from: start, to: end).times
+    guard let first = times.first, let last = times.last else { return spoilt }
+    // Frame times relative to the stretch's first (they wrap at 2³²).
+    let gapStart = gap.expectedFrameTime &- first
+    let gapEnd = gapStart &+ UInt32(gap.missingFrames)
+    let stretch = last &- first
+    let before = Int32(bitPattern: gapEnd) <= 0
+    let after = Int32(bitPattern: gapStart) > Int32(bitPattern: stretch)
+    return before || after ? nil : spoilt
+  }
+
+  /// Records `frames` more frames and returns exactly that stretch of `channels` with the
+  /// evidence over it. `settleMicroseconds` first waits (for a change the take measures to
+  /// settle), outside the watched stretch. With `since` (marked just before a message was
+  /// sent, which a lost cycle could lose), the first `deliveryMicroseconds` of the wait are
+  /// watched too: the message reaches LiveMic within a cycle or two, and a cycle lost after
+  /// that only delays the smoothing by one period.
+  func take(
+    frames: Int, channels: [Int], settleMicroseconds: UInt32 = 0, since: Mark? = nil,
+    deliveryMicroseconds: UInt32 = 100_000
+  ) throws -> Take<[[Float]]> {
+    var delivery: String?
+    if let since {
+      let began = Date()
+      usleep(min(deliveryMicroseconds, settleMicroseconds))
+      delivery = evidence(since: since, until: endMark())
+      let waited = UInt32(min(Date().timeIntervalSince(began) * 1e6, Double(settleMicroseconds)))
+      usleep(settleMicroseconds - waited)
+    } else if settleMicroseconds > 0 {
+      usleep(settleMicroseconds)
+    }
+    let mark = self.mark()
+    let start = mark.frame
+    try capture.record(frames: frames)
+    // Exactly `frames` frames (tests choose a whole number of periods of their signals).
+    let samples = channels.map { capture.recording(channel: $0, from: start, to: start + frames).samples }
+    let spoilt = [delivery, evidence(since: mark, to: start + frames)].compactMap { $0 }
+    return Take(samples, spoilt: spoilt.isEmpty ? nil : spoilt.joined(separator: "; "))
+  }
+
+  /// Why the stretch between two marks is spoilt, or nil: `evidence(since:to:)` with `end`'s
+  /// readings instead of new ones.
+  func evidence(since mark: Mark, until end: Mark) -> String? {
+    var reasons: [String] = []
+    let gaps = capture.frameTimeGaps(from: mark.frame, to: end.frame)
+    if gaps > 0 { reasons.append("\(gaps) gaps in the capture's frame times") }
+    if end.xruns > mark.xruns { reasons.append("\(end.xruns - mark.xruns) xruns counted by the server") }
+    reasons += generatorEvidence(from: mark.frame, to: end.frame)
+    if let before = mark.missed, let after = end.missed,
+      let missed = missedCyclesSpoil(before: before, after: after, from: mark.frame, to: end.frame)
+    {
+      reasons.append(missed)
+    }
+    return reasons.isEmpty ? nil : reasons.joined(separator: ", ")
+  }
+
+  /// The generators' own signals over frames `start..<end`, where they differ from what the
+  /// generators write.
+  func generatorEvidence(from start: Int, to end: Int) -> [String] {
+    var reasons: [String] = []
     for (channel, signal) in generators {
-      let direct = capture.recording(channel: channel, from: mark.frame, to: end)
+      let direct = capture.recording(channel: channel, from: start, to: end)
       var off = 0
       for i in 0..<direct.samples.count
       where direct.samples[i].bitPattern
@@ -116,27 +209,7 @@ struct Witness {
       }
       if off > 0 { reasons.append("the generator's own signal off at \(off) frames (channel \(channel))") }
     }
-    if let before = mark.missed, let after = missedCycles?(), after > before {
-      reasons.append("LiveMic missed \(after - before) cycles")
-    }
-    return reasons.isEmpty ? nil : reasons.joined(separator: ", ")
-  }
-
-  /// Records `frames` more frames and returns exactly that stretch of `channels` with the
-  /// evidence over it. `settleMicroseconds` first waits (for a change the take
-  /// measures to settle): outside the watched stretch, unless `since` marks an earlier start
-  /// (a message sent before the wait, which a lost cycle could have lost).
-  func take(frames: Int, channels: [Int], settleMicroseconds: UInt32 = 0, since: Mark? = nil) throws
-    -> Take<[[Float]]>
-  {
-    if since == nil && settleMicroseconds > 0 { usleep(settleMicroseconds) }
-    let mark = since ?? self.mark()
-    if since != nil && settleMicroseconds > 0 { usleep(settleMicroseconds) }
-    let start = capture.frameCount
-    try capture.record(frames: frames)
-    // Exactly `frames` frames (tests choose a whole number of periods of their signals).
-    let samples = channels.map { capture.recording(channel: $0, from: start, to: start + frames).samples }
-    return Take(samples, spoilt: evidence(since: mark, to: start + frames))
+    return reasons
   }
 }
 
@@ -151,13 +224,36 @@ extension Witness {
       missedCycles: { missedCycles(client: client, environment: environment) })
   }
 
-  /// `missed_cycles` of the running LiveMic `client` (nil when it does not answer).
-  static func missedCycles(client: String, environment: [String: String]) -> Int? {
+  /// `missed_cycles` and `last_missed_cycle` of the running LiveMic `client` (nil when it does
+  /// not answer).
+  static func missedCycles(client: String, environment: [String: String]) -> MissedCycles? {
     guard
       let answer = try? runLiveMic(["ctl", "-n", client, "--json", "status"], environment: environment),
       answer.status == 0,
-      let object = try? JSONSerialization.jsonObject(with: Data(answer.stdout.utf8)) as? [String: Any]
+      let object = try? JSONSerialization.jsonObject(with: Data(answer.stdout.utf8)) as? [String: Any],
+      let count = (object["missed_cycles"] as? NSNumber)?.intValue
     else { return nil }
-    return (object["missed_cycles"] as? NSNumber)?.intValue
+    var last: MissedCycles.Gap?
+    if let gap = object["last_missed_cycle"] as? [String: Any],
+      let time = (gap["expected_frame_time"] as? NSNumber)?.uint32Value,
+      let missing = (gap["missing_frames"] as? NSNumber)?.intValue,
+      let number = (gap["number"] as? NSNumber)?.intValue
+    {
+      last = .init(expectedFrameTime: time, missingFrames: missing, number: number)
+    }
+    return MissedCycles(count: count, last: last)
   }
+}
+
+/// LiveMic's `missed_cycles` as `ctl status` reports it, with its latest gap.
+struct MissedCycles {
+  /// The latest missed cycle: the server frame time it should have started at, the frames
+  /// missing, and its number in the count.
+  struct Gap {
+    var expectedFrameTime: UInt32
+    var missingFrames: Int
+    var number: Int
+  }
+  var count: Int
+  var last: Gap?
 }
