@@ -102,7 +102,9 @@ extension LiveSession {
       "state": suspended ? "suspended" : isMuted ? "muted" : "running",
       "cycles": Int(state.cycles.load(ordering: .relaxed)),
       "missed_cycles": Int(state.missedCycles.load(ordering: .relaxed)), "chain": stages,
-    ].merging(Self.missedCycleStatus(state)) { a, _ in a }.merging(tapStatus) { a, _ in a }.merging(loudnessStatus) { a, _ in a }
+    ].merging(Self.missedCycleStatus(state)) { a, _ in a }.merging(tapStatus) { a, _ in a }.merging(
+      loudnessStatus
+    ) { a, _ in a }
   }
 
   func get(_ request: [String: JSONValue]) throws(ControlError) -> [String: Any] {

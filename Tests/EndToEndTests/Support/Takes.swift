@@ -137,7 +137,9 @@ struct Witness {
     let risen = after.count - before.count
     guard risen > 0 else { return nil }
     let spoilt = "LiveMic missed \(risen) cycles"
-    guard missedCyclesOnCaptureClock, risen == 1, let gap = after.last, gap.number == after.count else { return spoilt }
+    guard missedCyclesOnCaptureClock, risen == 1, let gap = after.last, gap.number == after.count else {
+      return spoilt
+    }
     let times = capture.recording(channel: 0, from: start, to: end).times
     guard let first = times.first, let last = times.last else { return spoilt }
     // Frame times relative to the stretch's first (they wrap at 2³²).
