@@ -14,7 +14,7 @@ extension LiveSession {
       case "get": result = try get(request)
       case "set": result = try set(request)
       case "preset": result = try preset(request, client, state)
-      case "mute": result = try mute(request, client, state)
+      case "mute": result = mute(try Self.muteMode(request), client, state)
       case "unmute": result = unmute(client, state)
       case "route": result = try routeCommand(request, client, state)
       case "connections": result = ["connections": connections(client)]
@@ -97,12 +97,11 @@ extension LiveSession {
       "buffer_frames": Int(client.events.bufferFrames.load(ordering: .relaxed)),
       "latency_frames": chain.latencyFrames, "xruns": Int(client.events.xruns.load(ordering: .relaxed)),
       "dsp_load_percent": Double(client.cpuLoadPercent), "preset": presetName,
-      "muted": muteMode != nil || muted,
-      "mute_mode": muteMode ?? (muted ? "ramp" : "none"),
-      "state": suspended ? "suspended" : isMuted ? "muted" : "running",
       "cycles": Int(state.cycles.load(ordering: .relaxed)),
       "missed_cycles": Int(state.missedCycles.load(ordering: .relaxed)), "chain": stages,
-    ].merging(Self.missedCycleStatus(state)) { a, _ in a }.merging(tapStatus) { a, _ in a }.merging(
+    ].merging(stateStatus) { a, _ in a }.merging(Self.missedCycleStatus(state)) { a, _ in a }.merging(
+      tapStatus
+    ) { a, _ in a }.merging(
       loudnessStatus
     ) { a, _ in a }
   }
@@ -167,64 +166,13 @@ extension LiveSession {
     return ["preset": presetName]
   }
 
-  private func mute(_ request: [String: JSONValue], _ client: JackClient, _ state: ProcessState)
-    throws(ControlError) -> [String: Any]
-  {
-    let mode = request["mode"]?.string ?? "ramp"
-    guard Self.muteModes.contains(mode) else {
-      throw ControlError("mute mode '\(mode)' is not one of ramp, input, suspend")
+  /// The mode of a `mute` request (default `ramp`).
+  static func muteMode(_ request: [String: JSONValue]) throws(ControlError) -> MuteMode {
+    let name = request["mode"]?.string ?? MuteMode.ramp.rawValue
+    guard let mode = MuteMode(rawValue: name) else {
+      throw ControlError("mute mode '\(name)' is not one of ramp, input, suspend")
     }
-    if let current = muteMode, current != mode { _ = unmute(client, state) }
-    guard muteMode == nil else { return ["muted": true, "mode": mode] }
-    switch mode {
-    case "input":
-      state.inputMuted.store(1, ordering: .relaxed)  // the microphone, before the chain
-    case "suspend":
-      state.ramp.fadeOut()
-      _ = waitUntilSilent(state)
-      book.record(client)
-      suspended = true
-      client.deactivate()
-      muted = true
-    default:
-      state.ramp.fadeOut()
-      muted = true
-    }
-    muteMode = mode
-    Log.info("output muted (control, mode \(mode))")
-    stream.emit("muted", ["reason": .string("control"), "mode": .string(mode)])
-    return ["muted": true, "mode": mode]
-  }
-
-  /// The mute modes: every one keeps new microphone signal from the main outputs.
-  static let muteModes = ["ramp", "input", "suspend"]
-
-  /// True while muted in any mode (by the control socket or the routing policy).
-  var isMuted: Bool { muteMode != nil || muted }
-
-  func unmute(_ client: JackClient, _ state: ProcessState) -> [String: Any] {
-    switch muteMode {
-    case "input":
-      state.inputMuted.store(0, ordering: .relaxed)
-      if muted { state.ramp.fadeIn() }  // the routing policy muted the output meanwhile
-    case "suspend":
-      state.ramp.rewind()
-      state.ramp.fadeIn()
-      do { try client.reactivate() } catch { Log.error(error.description) }
-      suspended = false
-      book.restore(client)
-      route?.apply(client, book: book)
-      inputRoute?.apply(client, book: book)
-    default:
-      if muted { state.ramp.fadeIn() }
-    }
-    if isMuted {
-      Log.info("output unmuted (control; ramping up over 1 s)")
-      stream.emit("unmuted", ["reason": .string("control")])
-    }
-    muteMode = nil
-    muted = false
-    return ["muted": false]
+    return mode
   }
 
   private func connections(_ client: JackClient) -> [String: [String]] {

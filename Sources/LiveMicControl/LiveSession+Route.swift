@@ -30,25 +30,21 @@ extension LiveSession {
       report(change, direction: direction)
       return
     }
-    let wasMuted = muted
-    if !muted { muteForRoute(change, state) }
+    let wasSilent = supervisorState.audio.outputSilent
+    transition(.routeLost, reason: "route lost: \(change.reason)", client: client, state: state)
+    if !wasSilent {
+      Log.info("output muted (route lost): unmute with 'livemic ctl unmute' or SIGUSR1")
+      stream.emit("muted", ["reason": .string(change.reason), "code": .string(change.code.rawValue)])
+    }
     if !waitUntilSilent(state) { Log.error("the output did not ramp to silence in 300 ms; moving anyway") }
     controller.commit(change, client: client, book: book)
     report(change, direction: direction)
-    guard controller.policy == .continue && !wasMuted else { return }
-    // Only the route's own mute is undone: a mute mode set by the user stays.
-    muted = false
-    state.ramp.fadeIn()
+    guard controller.policy == .continue else { return }
+    // Only the route's own mute is lifted: a mute mode set by the user stays.
+    transition(.routeContinued, reason: "route: --on-route-loss continue", client: client, state: state)
+    guard !supervisorState.audio.outputSilent && wasSilent == false else { return }
     Log.info("output unmuted (route: --on-route-loss continue; ramping up over 1 s)")
     stream.emit("unmuted", ["reason": .string("route"), "code": .string(change.code.rawValue)])
-  }
-
-  /// Mutes the output (50 ms ramp) because the route's target was lost.
-  func muteForRoute(_ change: RouteController.Change, _ state: ProcessState) {
-    muted = true
-    state.ramp.fadeOut()
-    Log.info("output muted (route lost): unmute with 'livemic ctl unmute' or SIGUSR1")
-    stream.emit("muted", ["reason": .string(change.reason), "code": .string(change.code.rawValue)])
   }
 
   /// A loaded preset's route becomes the persistent default (when it has one).

@@ -29,14 +29,13 @@ extension LiveSession {
       _ = wake.wait(timeout: nextAttempt)
       if stopRequested.load(ordering: .acquiring) { return nil }
       // The control door stays open while the server is away.
-      for request in control?.takeRequests() ?? [] {
-        request.answer(answerWhileAway(request.request, attempt: attempt, lostAt: lostAt))
-      }
+      for request in control?.takeRequests() ?? [] { request.answer(answerWhileAway(request.request)) }
       guard DispatchTime.now() >= nextAttempt else { continue }
       attempt += 1
+      transition(.attempt, reason: "attempt \(attempt)")
       delayMilliseconds = min(delayMilliseconds * 2, 1000)
       nextAttempt = .now() + .milliseconds(delayMilliseconds)
-      let opened = openBeside(closing: dead, attempt: attempt, lostAt: lostAt)
+      let opened = openBeside(closing: dead)
       dead = nil
       if stopRequested.load(ordering: .acquiring) {
         opened?.close()
@@ -65,13 +64,17 @@ extension LiveSession {
         client.close()
         continue
       }
-      book.restore(client)
-      if let change = route?.apply(client, book: book) { report(change, direction: "output") }
-      if let change = inputRoute?.apply(client, book: book) { report(change, direction: "input") }
+      transition(.reconnected, reason: "the server is back")
       bindMidi(state)
-      // A new client starts active (and silent when muted): suspended again, as it was.
-      suspended = muteMode == "suspend"
-      if suspended { client.deactivate() }
+      if supervisorState.audio.clientActive {
+        book.restore(client)
+        if let change = route?.apply(client, book: book) { report(change, direction: "output") }
+        if let change = inputRoute?.apply(client, book: book) { report(change, direction: "input") }
+      } else {
+        // A new client starts active (and silent): suspended again, as it was; the book keeps
+        // the connections for the unmute.
+        client.deactivate()
+      }
       let ms = Double(DispatchTime.now().uptimeNanoseconds - lostAt.uptimeNanoseconds) / 1e6
       stream.emit(
         "reconnected",
@@ -92,7 +95,7 @@ extension LiveSession {
   /// Closes `dead` (when given) and opens a new client on a thread beside the request loop,
   /// answering requests meanwhile: either can take seconds on a server that is going away. Nil
   /// when the open failed, or (the thread then finishes alone) when a stop was requested.
-  func openBeside(closing dead: JackClient?, attempt: Int, lostAt: DispatchTime) -> JackClient? {
+  func openBeside(closing dead: JackClient?) -> JackClient? {
     let result = OpenResult()
     let (name, server, wake) = (options.clientName, options.serverName, wake)
     let thread = Thread {
@@ -108,9 +111,7 @@ extension LiveSession {
       if done { return client }
       if stopRequested.load(ordering: .acquiring) { return nil }
       _ = wake.wait(timeout: .now() + .milliseconds(50))
-      for request in control?.takeRequests() ?? [] {
-        request.answer(answerWhileAway(request.request, attempt: attempt, lostAt: lostAt))
-      }
+      for request in control?.takeRequests() ?? [] { request.answer(answerWhileAway(request.request)) }
     }
   }
 
@@ -140,6 +141,7 @@ extension LiveSession {
       _ = events.wake.wait(timeout: due)
       streamMeters(state)
       if stopRequested.load(ordering: .acquiring) {
+        transition(.stop, reason: "signal")
         abandonLearns("LiveMic stopped before a MIDI controller moved")
         state.ramp.fadeOut()
         let deadline = DispatchTime.now() + .milliseconds(300)

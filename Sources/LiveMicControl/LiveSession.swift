@@ -5,101 +5,6 @@ import LV2Host
 import LiveMicEngine
 import Synchronization
 
-/// What `livemic run` was asked to do.
-///
-/// Thread: any (value type).
-public struct RunOptions: Sendable {
-  public var clientName = "livemic"
-  public var serverName: String?
-  public var preset = "voice"
-  public var overrides: [ParameterOverride] = []
-  public var inputCount = 1
-  public var connectIn: [String]?
-  public var connectOut: [String]?
-  public var noConnect = false
-  /// Registers the music bed inputs `music_1`/`music_2` and adds a `music` stage (its volume and
-  /// ducking parameters) to the chain when the preset has none.
-  public var music = false
-  /// Registers the monitor outputs `monitor_1`/`monitor_2` and adds a `monitor` stage (their
-  /// voice and music levels) to the chain when the preset has none.
-  public var monitor = false
-  /// Ports to connect `monitor_1`, `monitor_2` to (nil: none).
-  public var connectMonitor: [String]? {
-    didSet { if connectMonitor != nil { monitor = true } }
-  }
-  /// A slow loudness target for streams in LUFS (`--loudness-target`): sets
-  /// `loudness.target_lufs`, adding a `loudness` stage before the limiter (its ceiling copied
-  /// from the limiter's) when the preset has none. Nil: the preset's chain as it is.
-  public var loudnessTargetLufs: Float?
-  /// Ports to connect to `music_1`, `music_2` (nil: none).
-  public var connectMusic: [String]? {
-    didSet { if connectMusic != nil { music = true } }
-  }
-  /// LV2 plugin URIs appended to the chain (before the output volume).
-  public var plugins: [String] = []
-  /// Reload the preset file (crossfading) whenever it changes on disk.
-  public var watch = false
-  /// Start fully prepared but muted: `ctl unmute` ramps up at once.
-  public var startMuted = false
-  /// OSC port (nil: no OSC) and the address it listens on (loopback by default).
-  public var oscPort: Int?
-  public var oscHost = "127.0.0.1"
-  /// MIDI CC mappings (`--midi-cc CC[:CHANNEL]=KEY`), added to the preset's.
-  public var midiMappings: [MidiMapping] = []
-  /// Where the JSON event stream goes: nil (none), "json" (standard output) or a file path.
-  public var events: String?
-  /// Output routing preference list (patterns, most preferred first); empty: plain connections.
-  public var routeOut: [String] = []
-  /// Input routing preference list (capture-port patterns, most preferred first).
-  public var routeIn: [String] = []
-  /// What happens when the output target is lost or changes device.
-  public var onRouteLoss: RouteLossPolicy = .mute
-  /// `--record DIR`: record the output tap for the whole run into one file in DIR.
-  public var recordDirectory: String?
-  /// `--autorecord DIR`: record the output tap of every live session (a new file after each
-  /// reconnection) into DIR.
-  public var autorecordDirectory: String?
-  /// The format of `--record` and `--autorecord` files.
-  public var recordFormat: RecordingFormat = .wav
-  /// `--stream-out PATH|-`: the output tap as a continuous stream (nil: none).
-  public var streamOut: String?
-  /// `--stream-format f32|wav`.
-  public var streamWavHeader = false
-
-  public init() {}
-}
-
-/// A MIDI control-change mapping: controller `cc` (0–127) on `channel` (1–16, nil: any) sets
-/// parameter `key`, scaled to its range.
-///
-/// Thread: any (value type).
-public struct MidiMapping: Sendable, Equatable {
-  public var cc: Int
-  public var channel: Int?
-  public var key: String
-
-  public init(cc: Int, channel: Int?, key: String) {
-    self.cc = cc
-    self.channel = channel
-    self.key = key
-  }
-
-  /// Parses `CC[:CHANNEL]=KEY`.
-  public init?(parsing text: String) {
-    let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
-    guard parts.count == 2 else { return nil }
-    let left = parts[0].split(separator: ":").map(String.init)
-    guard let cc = Int(left[0]), (0...127).contains(cc) else { return nil }
-    var channel: Int?
-    if left.count == 2 {
-      guard let ch = Int(left[1]), (1...16).contains(ch) else { return nil }
-      channel = ch
-    }
-    guard left.count <= 2, !parts[1].isEmpty else { return nil }
-    self.init(cc: cc, channel: channel, key: parts[1])
-  }
-}
-
 /// Why a live session could not start. Each message is one sentence.
 public enum SessionError: Error, CustomStringConvertible {
   case preset(PresetError)
@@ -154,21 +59,18 @@ public final class LiveSession: @unchecked Sendable {
   /// The last meter reading and when it was taken.
   var lastMeters: MeterReading?
   var lastMeterRead = DispatchTime(uptimeNanoseconds: 0)
-  /// Muted (ramped to silence) by the routing policy or the control socket.
-  var muted = false
+  /// The one state: the server link, the user's mute mode, the route's mute
+  /// (`SupervisorState`; changed only through `transition`).
+  var supervisorState = SupervisorState()
   /// The MIDI mappings in force (options, preset, learned).
   var midiMappings: [MidiMapping] = []
 
-  /// The mute mode set through the control socket (nil: none): ramp, input or suspend.
-  var muteMode: String?
   /// The `learn` requests waiting for a MIDI controller to move.
   var learning: [Learning] = []
   /// When a graph change has settled and is to be followed (nil: none pending).
   var graphSettled: DispatchTime?
   /// True while a reloaded chain's swap is under way (the supervisor then wakes every 10 ms).
   var swapUnderway = false
-  /// True while the client is deactivated by the `suspend` mute mode.
-  var suspended = false
   var stream: EventStream!
   /// Xrun totals seen, with when, for "xruns in the last minute".
   var xrunHistory: [(time: DispatchTime, total: UInt64)] = []
@@ -261,6 +163,7 @@ public final class LiveSession: @unchecked Sendable {
     presetName = preset.name
     modes = preset.resolutions
     presetModified = Self.modificationDate(preset.path)
+    if options.startMuted { transition(.mute(.ramp), reason: "--start-muted") }
     var state: ProcessState
     do { state = try start(client, chain: chain) } catch { throw .engine(error) }
     // The socket exists before LiveMic says it runs (requests wait for the supervisor's loop).
@@ -268,10 +171,6 @@ public final class LiveSession: @unchecked Sendable {
       Log.error(error.description + "; running without it")
     }
     defer { control?.shutdown() }
-    if options.startMuted {
-      muted = true
-      muteMode = "ramp"
-    }
     midiMappings = preset.midi + options.midiMappings
     bindMidi(state)
     Log.info(
@@ -321,8 +220,10 @@ public final class LiveSession: @unchecked Sendable {
       case .serverLost:
         Log.error("the JACK server '\(serverLabel)' went away; reconnecting when it is back")
         stream.emit("server-lost", ["server": .string(serverLabel)])
+        transition(.serverLost, reason: "the server went away")
         JackMessages.setQuiet(true)  // closing the dead client and polling print noise
         guard let next = reconnect(closing: client) else {
+          transition(.stop, reason: "signal")
           stopAllTapConsumers()
           return 0
         }
@@ -424,12 +325,13 @@ public final class LiveSession: @unchecked Sendable {
       nominalBlockFrames: client.bufferFrames, fixedBlocks: true)
   }
 
-  /// Registers the ports and activates `chain` on `client` (silent from the start when muted).
+  /// Registers the ports and activates `chain` on `client` as the state's audio says: silent
+  /// from the start when the output is muted, the input muted in the input mode (a suspended
+  /// state deactivates the client after its connections are known, see `reconnect`).
   func start(_ client: JackClient, chain: VoiceChain) throws(EngineError) -> ProcessState {
     try client.registerPorts(inputCount: options.inputCount, music: options.music, monitor: options.monitor)
-    let state = try client.start(chain: chain, muted: muted || options.startMuted, taps: taps)
-    if muteMode == "input" { state.inputMuted.store(1, ordering: .relaxed) }
-    return state
+    let audio = supervisorState.audio
+    return try client.start(chain: chain, muted: audio.outputSilent, inputMuted: audio.inputMuted, taps: taps)
   }
 
   /// Waits (up to 300 ms) until the output ramp is silent.

@@ -120,14 +120,16 @@ public final class JackClient: @unchecked Sendable {
   }
 
   /// Installs the callbacks with `chain` (prepared and warmed at `sampleRate`) and activates.
-  /// `taps` feeds the recordings and streams (it may come from an earlier client).
-  public func start(chain: VoiceChain, muted: Bool = false, taps: TapTable = TapTable()) throws(EngineError)
-    -> ProcessState
-  {
+  /// `taps` feeds the recordings and streams (it may come from an earlier client). `muted`: the
+  /// output ramp starts at silence and stays there; `inputMuted`: the microphone starts muted.
+  public func start(
+    chain: VoiceChain, muted: Bool = false, inputMuted: Bool = false, taps: TapTable = TapTable()
+  ) throws(EngineError) -> ProcessState {
     let state = ProcessState(
       inputs: inputPorts, outputs: outputPorts, midiIn: midiPort, chain: chain, sampleRate: sampleRate,
       taps: taps, musicInputs: musicPorts, monitorOutputs: monitorPorts, client: handle)
     if muted { state.ramp.fadeOut() }
+    if inputMuted { state.startInputMuted() }
     self.state = state
     events.chainLatencyFrames.store(UInt32(chain.latencyFrames), ordering: .relaxed)
     let stateContext = Unmanaged.passUnretained(state).toOpaque()

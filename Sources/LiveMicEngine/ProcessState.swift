@@ -102,6 +102,13 @@ public final class ProcessState: @unchecked Sendable {
   public let inputMuted = Atomic<UInt32>(0)
   private var inputGain: Float = 1
 
+  /// Starts with the microphone already muted (no fade): for a client started in the `input`
+  /// mute mode. Thread: setup only, before activation.
+  public func startInputMuted() {
+    inputMuted.store(1, ordering: .relaxed)
+    inputGain = 0
+  }
+
   /// Length of the equal-power crossfade when a new chain (preset) is swapped in.
   public static let crossfadeSeconds = 0.05
   /// The largest block the crossfade handles (JACK's largest period); a larger block swaps at

@@ -1,0 +1,109 @@
+import Dispatch
+import Foundation
+import LiveMicEngine
+
+/// The supervisor's state changes, all in one place: `transition` applies an event to the
+/// state (`SupervisorState.applying`), makes the audio follow, logs the change in one line and
+/// emits it as `state-changed`. Thread: the supervisor.
+extension LiveSession {
+  /// True while the `suspend` mute mode holds the client deactivated.
+  var suspended: Bool { supervisorState.link == .live && !supervisorState.audio.clientActive }
+
+  /// Applies `event`; with a live `client` and `state`, makes the audio follow the new state
+  /// (the output ramp, the input mute, deactivation with the connections remembered, or
+  /// reactivation with them restored). Without them (starting, reconnecting) only the state
+  /// changes: the next client starts as it says (`start`). Returns false when the table
+  /// refused the event (stopping, or an event that cannot happen now), changing nothing.
+  @discardableResult
+  func transition(
+    _ event: SupervisorState.Event, reason: String, client: JackClient? = nil, state: ProcessState? = nil
+  ) -> Bool {
+    let old = supervisorState
+    let new: SupervisorState
+    do { new = try old.applying(event, nowNanoseconds: DispatchTime.now().uptimeNanoseconds) } catch {
+      return false
+    }
+    supervisorState = new
+    if let client, let state, new.link == .live, old.link == .live {
+      follow(old.audio, new.audio, client, state)
+    }
+    guard old.name != new.name || old.muteModeName != new.muteModeName else { return true }
+    let mode = new.muteModeName == "none" ? "" : ", mode \(new.muteModeName)"
+    Log.info("state: \(old.name) → \(new.name)\(mode) (\(reason))")
+    stream.emit(
+      "state-changed",
+      [
+        "from": .string(old.name), "to": .string(new.name), "mute_mode": .string(new.muteModeName),
+        "reason": .string(reason),
+      ])
+    return true
+  }
+
+  /// Makes a live client's audio go from `old` to `new`.
+  private func follow(
+    _ old: SupervisorState.Audio, _ new: SupervisorState.Audio, _ client: JackClient, _ state: ProcessState
+  ) {
+    if new.inputMuted != old.inputMuted && new.clientActive {
+      state.inputMuted.store(new.inputMuted ? 1 : 0, ordering: .relaxed)
+    }
+    if !new.clientActive && old.clientActive {
+      // Suspend: silent first, then the connections are remembered and the client deactivated.
+      state.ramp.fadeOut()
+      _ = waitUntilSilent(state)
+      book.record(client)
+      client.deactivate()
+      state.inputMuted.store(new.inputMuted ? 1 : 0, ordering: .relaxed)
+      return
+    }
+    if new.clientActive && !old.clientActive {
+      // Back from suspend: the start-quiet ramp, then the connections and routes again.
+      state.ramp.rewind()
+      if !new.outputSilent { state.ramp.fadeIn() }
+      do { try client.reactivate() } catch { Log.error(error.description) }
+      book.restore(client)
+      route?.apply(client, book: book)
+      inputRoute?.apply(client, book: book)
+      return
+    }
+    if new.outputSilent != old.outputSilent {
+      if new.outputSilent { state.ramp.fadeOut() } else { state.ramp.fadeIn() }
+    }
+  }
+
+  /// `ctl mute`: the user's mute `mode` (replacing another mode directly).
+  func mute(_ mode: MuteMode, _ client: JackClient?, _ state: ProcessState?) -> [String: Any] {
+    if supervisorState.muteMode != mode {
+      let away = supervisorState.link != .live
+      transition(.mute(mode), reason: "control", client: client, state: state)
+      Log.info("output muted (control, mode \(mode.rawValue)\(away ? ", while the server is away" : ""))")
+      stream.emit("muted", ["reason": .string("control"), "mode": .string(mode.rawValue)])
+    }
+    return ["muted": true, "mode": mode.rawValue]
+  }
+
+  /// `ctl unmute` or SIGUSR1: lifts the user's mode and the route's mute.
+  func unmute(_ client: JackClient?, _ state: ProcessState?) -> [String: Any] {
+    let wasMuted = supervisorState.isMuted
+    transition(.unmute, reason: "control", client: client, state: state)
+    if wasMuted {
+      Log.info("output unmuted (control; ramping up over 1 s)")
+      stream.emit("unmuted", ["reason": .string("control")])
+    }
+    return ["muted": false]
+  }
+
+  /// The state's fields of `status`: `state`, `muted`, `mute_mode`, and while reconnecting
+  /// `attempt` and `lost_seconds`.
+  var stateStatus: [String: Any] {
+    var fields: [String: Any] = [
+      "state": supervisorState.name, "muted": supervisorState.isMuted,
+      "mute_mode": supervisorState.muteModeName,
+    ]
+    if case .reconnecting(let attempt, let lost) = supervisorState.link {
+      let seconds = Double(DispatchTime.now().uptimeNanoseconds &- lost) / 1e9
+      fields["attempt"] = attempt
+      fields["lost_seconds"] = (seconds * 10).rounded() / 10
+    }
+    return fields
+  }
+}
