@@ -92,10 +92,6 @@ public final class ProcessState: @unchecked Sendable {
   public let meters = Meters()
   /// The consumers of the `input` and `output` taps (recordings, streams); outlives the client.
   public let taps: TapTable
-  /// 1 while the chain is bypassed by the `bypass` mute mode (the dry input passes at the
-  /// output volume), crossfaded over `crossfadeSeconds`.
-  public let dryTarget = Atomic<UInt32>(0)
-  private var dryMix: Float = 0
   /// 1 while the microphone is muted before the chain (the `input` mute mode: the music bed,
   /// the monitor mix and the chain's tails go on); the input gain moves linearly over
   /// `crossfadeSeconds`.
@@ -116,7 +112,7 @@ public final class ProcessState: @unchecked Sendable {
   static let maxFadeFrames = 8192
   private let fadeLeft = UnsafeMutablePointer<Float>.allocate(capacity: maxFadeFrames)
   private let fadeRight = UnsafeMutablePointer<Float>.allocate(capacity: maxFadeFrames)
-  /// Frames of the chain crossfade and of the bypass crossfade.
+  /// Frames of the chain crossfade and of the input mute's fade.
   let fadeLength: Int
   /// Audio-thread state of a crossfade in progress (the old chain and how far it has faded).
   private var fadingOut: Unmanaged<VoiceChain>?
@@ -165,9 +161,9 @@ public final class ProcessState: @unchecked Sendable {
   }
 
   /// Runs the audio thread's own code (`run`, with music and monitor buffers and halfway
-  /// through the bypass crossfade) once off it on scratch buffers of silence, before
+  /// through the input mute's fade) once off it on scratch buffers of silence, before
   /// activation (the chain is warm already), so its first-run costs (type metadata, lazily
-  /// bound symbols) are paid here. The state the runs leave (ramp, bypass mix, counters,
+  /// bound symbols) are paid here. The state the runs leave (ramp, input gain, counters,
   /// meters) is put back; the taps are warmed through a scratch consumer of their own.
   func warm(frames: Int) {
     let n = min(max(frames, 1), Self.maxFadeFrames)
@@ -180,10 +176,10 @@ public final class ProcessState: @unchecked Sendable {
       inputLeft: scratch, inputRight: scratch + n, outputLeft: scratch + 2 * n,
       outputRight: scratch + 3 * n, musicLeft: scratch + 4 * n, musicRight: scratch + 5 * n,
       monitorLeft: scratch + 6 * n, monitorRight: scratch + 7 * n, feedsTaps: false)
-    let (savedCycles, savedDryMix, savedInputGain) = (cycles.load(ordering: .relaxed), dryMix, inputGain)
-    (dryMix, inputGain) = (0.5, 0.5)  // through the chain, `mixDry` and `gateInput`
+    let (savedCycles, savedInputGain) = (cycles.load(ordering: .relaxed), inputGain)
+    inputGain = 0.5  // through the chain and `gateInput`
     run(io, frames: n)
-    (dryMix, inputGain) = (savedDryMix, savedInputGain)
+    inputGain = savedInputGain
     ramp.rewind()
     cycles.store(savedCycles, ordering: .relaxed)
     _ = meters.read()
@@ -241,8 +237,8 @@ public final class ProcessState: @unchecked Sendable {
   }
 
   /// The whole cycle: copy the input to the output buffers (a mono input feeds both channels),
-  /// run the chain in place there (crossfading from the previous chain after a swap, and with
-  /// the dry input in the `bypass` mute mode), write the monitor mix, mix in the music bed
+  /// run the chain in place there (crossfading from the previous chain after a swap), write
+  /// the monitor mix, mix in the music bed
   /// (ducked under the processed voice), apply the output ramp (to the voice, the music and the
   /// monitor); hand the dry input and the final output to the tap consumers' rings.
   /// - Realtime: safe
@@ -280,25 +276,8 @@ public final class ProcessState: @unchecked Sendable {
     meters.record(0, inL, n)
     meters.record(1, inR, n)
     if io.feedsTaps { taps.write(.input, left: inL, right: inR, frames: n) }
-    let dryGoal: Float = dryTarget.load(ordering: .relaxed) == 1 ? 1 : 0
-    if dryMix == 1 && dryGoal == 1 && n <= Self.maxFadeFrames {
-      // Bypassed: the dry input at the output volume, the chain not run. A chain fade in
-      // progress still runs its course (unheard), so the old chain is handed back.
-      let volume = chain._withUnsafeGuaranteedRef { $0.outputVolume }
-      for f in 0..<n {
-        let (l, r) = (left[f], right[f])
-        left[f] = l * volume
-        right[f] = r * volume
-      }
-      if let old = fadingOut { advanceFade(from: old, frames: n) }
-    } else {
-      chain._withUnsafeGuaranteedRef { $0.process(left: left, right: right, frames: n) }
-      if let old = fadingOut { crossfade(from: old, left: left, right: right, frames: n) }
-      if (dryMix != 0 || dryGoal != 0) && n <= Self.maxFadeFrames {
-        let volume = chain._withUnsafeGuaranteedRef { $0.outputVolume }
-        mixDry(inL, inR, left, right, n, goal: dryGoal, volume: volume)
-      }
-    }
+    chain._withUnsafeGuaranteedRef { $0.process(left: left, right: right, frames: n) }
+    if let old = fadingOut { crossfade(from: old, left: left, right: right, frames: n) }
     let (musicLeft, musicRight) = (io.musicLeft, io.musicRight)
     let (monitorLeft, monitorRight) = (io.monitorLeft, io.monitorRight)
     if let monitorLeft, let monitorRight {
@@ -347,28 +326,6 @@ extension ProcessState {
       right[f] *= g
     }
     inputGain = g
-  }
-
-  /// Crossfades between the chain's output and the dry input at the output volume (the
-  /// `bypass` mute mode), linearly over `crossfadeSeconds`.
-  /// - Realtime: safe
-  @inline(__always)
-  fileprivate func mixDry(
-    _ inL: UnsafeMutablePointer<Float>, _ inR: UnsafeMutablePointer<Float>,
-    _ left: UnsafeMutablePointer<Float>,
-    _ right: UnsafeMutablePointer<Float>, _ n: Int, goal: Float, volume: Float
-  ) {
-    let step = 1 / Float(fadeLength)
-    var m = dryMix
-    for f in 0..<n {
-      // Still at the goal once there (stepping back off it would leave the chain's output in at
-      // 1/fadeLength on every other frame, and the bypass never engaged).
-      m = goal > m ? min(m + step, 1) : goal < m ? max(m - step, 0) : m
-      let (l, r, dl, dr) = (left[f], right[f], inL[f] * volume, inR[f] * volume)
-      left[f] = l * (1 - m) + dl * m
-      right[f] = r * (1 - m) + dr * m
-    }
-    dryMix = m
   }
 
   /// Mixes the old chain's output (in the fade buffers) into the new one's with equal-power

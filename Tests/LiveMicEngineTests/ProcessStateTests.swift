@@ -5,7 +5,7 @@ import Testing
 @testable import LiveMicEngine
 
 /// `ProcessState.run` driven with fake port buffers: the signal path, the counters, the chain
-/// crossfade and the bypass crossfade, the warm-up run.
+/// crossfade, the warm-up run.
 @Suite struct ProcessStateTests {
   typealias E = Engine
 
@@ -94,53 +94,6 @@ import Testing
     #expect(worst < 1e-5, "cos(t) of the old chain, sin(t) × 0 of the new")
   }
 
-  @Test("Bypass crossfades linearly to the dry input at the output volume, and back")
-  func bypass() {
-    let volume: Float = 0.5
-    let chain = E.chain(gain: 0, [StageDescription(id: "output", type: "output", values: ["volume": volume])])
-    let state = ProcessState(chain: chain, sampleRate: E.sampleRate)
-    let io = FakePorts()
-    io.input(left: 0.8, right: -0.8)
-    E.openRamp(state, io)
-    #expect(io.output(frames: 64).left.allSatisfy { $0 == 0 }, "the chain silences")
-    state.dryTarget.store(1, ordering: .relaxed)
-    var output: [Float] = []
-    for _ in 0..<12 {
-      io.run(state, frames: 256)
-      output += io.output(frames: 256).left
-    }
-    let step = 1 / Float(state.fadeLength)
-    for f in [0, 99, 1000, state.fadeLength - 1] {
-      #expect(abs(output[f] - 0.8 * volume * Float(f + 1) * step) < 1e-6, "frame \(f)")
-    }
-    let late = output[state.fadeLength...].enumerated().first { abs($1 - 0.8 * volume) >= 1e-6 }
-    #expect(late == nil, "the dry input at the volume: \(String(describing: late))")
-    #expect(output.suffix(256).allSatisfy { $0 == 0.8 * volume }, "exactly, once bypassed")
-    state.dryTarget.store(0, ordering: .relaxed)
-    for _ in 0..<12 { io.run(state, frames: 256) }
-    #expect(io.output(frames: 256).left.allSatisfy { $0 == 0 }, "the chain again")
-  }
-
-  @Test("A chain fade that starts in bypass still finishes and hands the old chain back")
-  func fadeInBypass() {
-    let counter = LiveCounter()
-    let state = ProcessState(chain: E.chain(gain: 1, counter: counter), sampleRate: E.sampleRate)
-    let io = FakePorts()
-    io.input(left: 0.5, right: 0.5)
-    state.dryTarget.store(1, ordering: .relaxed)
-    E.openRamp(state, io)  // 1 s: the bypass crossfade is complete
-    let next = E.chain(gain: 2, counter: counter)
-    let completed = Flag()
-    let control = Worker {
-      completed.set(state.slot.crossfade(to: next, running: true, timeoutMilliseconds: 1000))
-    }
-    while !control.isFinished { io.run(state, frames: 256) }
-    control.wait()
-    #expect(completed.value, "the fade completed in bypass")
-    #expect(counter.live == 1, "the old chain was freed")
-    #expect(io.output(frames: 256).left.allSatisfy { $0 == 0.5 }, "still the dry input")
-  }
-
   @Test("A block larger than the fade buffers swaps at once, even in the middle of a fade")
   func largeBlock() {
     let counter = LiveCounter()
@@ -168,7 +121,7 @@ import Testing
     let consumer = TapConsumer(tap: .output, seconds: 0.1, sampleRate: E.sampleRate)
     #expect(taps.attach(consumer))
     let state = ProcessState(chain: E.chain(), sampleRate: E.sampleRate, taps: taps)
-    state.dryTarget.store(1, ordering: .relaxed)
+    state.inputMuted.store(1, ordering: .relaxed)
     state.warm(frames: 256)
     #expect(state.ramp.isSilent)
     #expect(state.cycles.load(ordering: .relaxed) == 0)
