@@ -99,6 +99,7 @@ extension LiveSession {
       "dsp_load_percent": Double(client.cpuLoadPercent), "preset": presetName,
       "cycles": Int(state.cycles.load(ordering: .relaxed)),
       "missed_cycles": Int(state.missedCycles.load(ordering: .relaxed)), "chain": stages,
+      "denormals_flushed": state.denormalsFlushed.load(ordering: .relaxed),
     ].merging(stateStatus) { a, _ in a }.merging(Self.missedCycleStatus(state)) { a, _ in a }.merging(
       tapStatus
     ) { a, _ in a }.merging(

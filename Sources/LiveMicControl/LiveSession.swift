@@ -164,6 +164,8 @@ public final class LiveSession: @unchecked Sendable {
     modes = preset.resolutions
     presetModified = Self.modificationDate(preset.path)
     if options.startMuted { transition(.mute(.ramp), reason: "--start-muted") }
+    let lock = MemoryLock.lockAll()
+    if lock == .locked { Log.info(MemoryLock.describe(lock)) } else { Log.error(MemoryLock.describe(lock)) }
     var state: ProcessState
     do { state = try start(client, chain: chain) } catch { throw .engine(error) }
     // The socket exists before LiveMic says it runs (requests wait for the supervisor's loop).

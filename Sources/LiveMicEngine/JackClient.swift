@@ -136,6 +136,8 @@ public final class JackClient: @unchecked Sendable {
     let eventsContext = Unmanaged.passUnretained(events).toOpaque()
     let selfContext = Unmanaged.passUnretained(self).toOpaque()
     jack_set_process_callback(handle, { livemicProcess(frames: $0, context: $1) }, stateContext)
+    // Flush-to-zero and denormals-are-zero on the process thread, before its first cycle.
+    jack_set_thread_init_callback(handle, { _ in _ = livemic_flush_denormals() }, nil)
     jack_on_info_shutdown(
       handle, { livemicShutdown(code: $0, reason: $1, context: $2) }, eventsContext)
     // jackd calls only the callback above when both are set; PipeWire's libjack (0.3.65) calls

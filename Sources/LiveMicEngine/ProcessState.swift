@@ -79,6 +79,10 @@ public final class ProcessState: @unchecked Sendable {
   /// Cycles the server ran without this client: gaps in the frame times of consecutive
   /// process calls. On jackd each is also an xrun; PipeWire's libjack reports no xrun for them.
   public let missedCycles = Atomic<UInt64>(0)
+  /// True once the process thread runs with flush-to-zero and denormals-are-zero (set in the
+  /// thread-init callback, and checked again every cycle: PipeWire's libjack may run the
+  /// callback on another thread, a plugin may clear them).
+  public let denormalsFlushed = Atomic<Bool>(false)
   /// The latest of those gaps (`MissedCycle.packed`; 0 before the first).
   public let lastMissedCycle = Atomic<UInt64>(0)
   /// The client, for `jack_last_frame_time` (nil in tests that drive `process` by hand).
@@ -197,6 +201,7 @@ public final class ProcessState: @unchecked Sendable {
   /// - Realtime: safe
   @inline(__always)
   func process(frames: jack_nframes_t) -> Int32 {
+    denormalsFlushed.store(livemic_flush_denormals() == 1, ordering: .relaxed)
     guard let ports else { return 0 }
     let frameTime = client.map { jack_last_frame_time($0) }
     guard let in1 = jack_port_get_buffer(ports.input1, frames),

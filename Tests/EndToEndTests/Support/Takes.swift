@@ -74,9 +74,9 @@ func retaking<T>(_ label: String, _ take: () throws -> Take<T>) throws -> T {
 }
 
 /// Watches a capture for signs, independent of any test's assertion, that the server spoilt a
-/// stretch of it: gaps in its frame times, xruns the server reported, the generator's own
-/// signal (recorded directly on one channel) differing from what the generator writes, and a
-/// rise in LiveMic's `missed_cycles`.
+/// stretch of it: gaps in its frame times, the generator's own signal (recorded directly on one
+/// channel) differing from what the generator writes, a rise in LiveMic's `missed_cycles`, and
+/// xruns the server reported (alone, only where LiveMic's cycles are not watched: `verdict`).
 struct Witness {
   let capture: TestClient
   /// The channels that record generators directly, and the generators' signals.
@@ -119,14 +119,13 @@ struct Witness {
     let gaps = capture.frameTimeGaps(from: mark.frame, to: end)
     if gaps > 0 { reasons.append("\(gaps) gaps in the capture's frame times") }
     let xruns = capture.xruns.load(ordering: .relaxed) - mark.xruns
-    if xruns > 0 { reasons.append("\(xruns) xruns counted by the server") }
     reasons += generatorEvidence(from: mark.frame, to: end)
     if let before = mark.missed, let after = missedCycles?(),
       let missed = missedCyclesSpoil(before: before, after: after, from: mark.frame, to: end)
     {
       reasons.append(missed)
     }
-    return reasons.isEmpty ? nil : reasons.joined(separator: ", ")
+    return verdict(reasons, xruns: xruns, watchesLiveMic: mark.missed != nil)
   }
 
   /// Whether LiveMic's missed cycles between two readings spoil the stretch of capture frames
@@ -186,14 +185,25 @@ struct Witness {
     var reasons: [String] = []
     let gaps = capture.frameTimeGaps(from: mark.frame, to: end.frame)
     if gaps > 0 { reasons.append("\(gaps) gaps in the capture's frame times") }
-    if end.xruns > mark.xruns { reasons.append("\(end.xruns - mark.xruns) xruns counted by the server") }
     reasons += generatorEvidence(from: mark.frame, to: end.frame)
     if let before = mark.missed, let after = end.missed,
       let missed = missedCyclesSpoil(before: before, after: after, from: mark.frame, to: end.frame)
     {
       reasons.append(missed)
     }
-    return reasons.isEmpty ? nil : reasons.joined(separator: ", ")
+    return verdict(
+      reasons, xruns: end.xruns - mark.xruns, watchesLiveMic: mark.missed != nil && end.missed != nil)
+  }
+
+  /// The evidence as one line, or nil when it shows nothing spoilt. An xrun the server counted
+  /// is named beside other evidence, but alone it spoils a take only when LiveMic's own cycles
+  /// are not watched: when every client of the stretch ran every cycle in order (no gap in the
+  /// capture's frame times, none in LiveMic's, the generator's signal exact), a late wake-up
+  /// the server counted changed no sample of it.
+  func verdict(_ reasons: [String], xruns: Int, watchesLiveMic: Bool) -> String? {
+    guard xruns > 0 else { return reasons.isEmpty ? nil : reasons.joined(separator: ", ") }
+    guard !reasons.isEmpty || !watchesLiveMic else { return nil }
+    return (reasons + ["\(xruns) xruns counted by the server"]).joined(separator: ", ")
   }
 
   /// The generators' own signals over frames `start..<end`, where they differ from what the

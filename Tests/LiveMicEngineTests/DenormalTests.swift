@@ -1,0 +1,43 @@
+import CJack
+import DSP
+import Foundation
+import Testing
+
+/// The process thread's flush-to-zero and denormals-are-zero (`livemic_flush_denormals`, set in
+/// the thread-init callback and checked every cycle): on a thread of its own, a decaying tail
+/// that would pass through ~2²³ subnormal values per octave goes from the smallest normal float
+/// straight to zero, and a subnormal input reads as zero.
+@Suite struct DenormalTests {
+  @Test("With the mode set, a decaying tail never holds a subnormal value")
+  func flushesToZero() {
+    let result = Locked<[String]>([])
+    let thread = Thread {
+      var notes: [String] = []
+      if livemic_denormals_flushed() != 0 { notes.append("already set on a new thread") }
+      guard livemic_flush_denormals() == 1, livemic_denormals_flushed() == 1 else {
+        result.withLock { $0 = ["not supported on this CPU"] }
+        return
+      }
+      // A one-pole decay with no denormal guard of its own, as a plugin's might be.
+      // Factors the optimizer cannot fold at compile time (it would fold with IEEE subnormals).
+      let half = Float(ProcessInfo.processInfo.processorCount > 0 ? 0.5 : 0.25)
+      let gain = Float(ProcessInfo.processInfo.processorCount > 0 ? 1 << 30 : 1 << 29)
+      var y = Float(1)
+      var steps = 0
+      while y != 0 && steps < 1000 {
+        y *= half
+        if y.isSubnormal { notes.append("subnormal at step \(steps): \(y)") }
+        steps += 1
+      }
+      if y != 0 { notes.append("the tail did not reach zero") }
+      // DAZ: a subnormal operand counts as zero.
+      let tiny = Float(bitPattern: 1)  // the smallest subnormal
+      if tiny * gain != 0 { notes.append("a subnormal input was not read as zero (\(tiny * gain))") }
+      result.withLock { $0 = notes }
+    }
+    thread.start()
+    while !thread.isFinished { usleep(1000) }
+    let notes = result.withLock { $0 }
+    #expect(notes.filter { !$0.hasPrefix("already") }.isEmpty, "\(notes)")
+  }
+}
