@@ -86,13 +86,59 @@ extension LiveSession {
     return recording
   }
 
-  /// Detaches, drains and finalizes a recording; reports `record-stopped` (or `record-failed`
-  /// when the writer had failed) and returns its summary.
+  /// Detaches, drains and finalizes a recording, waiting for its writer (on stop, and for a
+  /// failed writer, which has ended already); reports it and returns its summary.
   @discardableResult
   func stopRecording(_ recording: Recording, audioRunning: Bool, reason: String) -> [String: Any] {
     taps.detach(recording.consumer, audioRunning: audioRunning)
-    let frames = recording.finish()
+    recording.finish()
     recordings.removeAll { $0 === recording }
+    return reportStopped(recording, reason: reason)
+  }
+
+  /// Detaches `chosen` and asks their writers to drain and finalize, without waiting: the
+  /// supervisor answers requests meanwhile, and `pollFinishingRecordings` reports each (and
+  /// answers `pending` with their summaries) once every one has finished.
+  func beginStopping(
+    _ chosen: [Recording], audioRunning: Bool, reason: String, answering pending: ControlServer.Pending?
+  ) {
+    for recording in chosen {
+      taps.detach(recording.consumer, audioRunning: audioRunning)
+      recording.requestStop()
+    }
+    recordings.removeAll { r in chosen.contains { $0 === r } }
+    finishing.append(
+      FinishingRecordings(
+        recordings: chosen, reason: reason, pending: pending, deadline: .now() + .seconds(10)))
+  }
+
+  /// Reports the recordings whose writers have finished (or whose 10 s are over) and answers
+  /// the `record stop` that waited for them.
+  func pollFinishingRecordings() {
+    guard !finishing.isEmpty else { return }
+    let now = DispatchTime.now()
+    var still: [FinishingRecordings] = []
+    for group in finishing {
+      guard group.recordings.allSatisfy(\.isFinished) || now >= group.deadline else {
+        still.append(group)
+        continue
+      }
+      for r in group.recordings where !r.isFinished {
+        Log.error("recording \(r.id) did not finish writing '\(r.path)' within 10 s; it goes on alone")
+      }
+      let summaries = group.recordings.map { reportStopped($0, reason: group.reason) }
+      group.pending?.answer(Self.encode(["ok": true, "stopped": summaries]))
+    }
+    finishing = still
+  }
+
+  /// The earliest deadline of the recordings finishing (nil: none).
+  var nextFinishingDeadline: DispatchTime? { finishing.map(\.deadline).min() }
+
+  /// Logs and emits `record-stopped` (or `record-failed` when the writer failed) for a
+  /// recording that was stopped; returns its summary.
+  private func reportStopped(_ recording: Recording, reason: String) -> [String: Any] {
+    let frames = recording.writtenFrames.load(ordering: .acquiring)
     let dropped = Int(recording.consumer.droppedFrames.load(ordering: .relaxed))
     if let failure = recording.failed {
       Log.error(failure)
@@ -163,7 +209,7 @@ extension LiveSession {
     loudness?.follow(sampleRate: rate)
     for recording in recordings where recording.origin == .autorecord || recording.sampleRate != rate {
       let reason = recording.origin == .autorecord ? "new session" : "the sample rate changed to \(rate) Hz"
-      stopRecording(recording, audioRunning: true, reason: reason)
+      beginStopping([recording], audioRunning: true, reason: reason, answering: nil)
       guard recording.origin != .control else { continue }
       let folder = (recording.path as NSString).deletingLastPathComponent
       startLogged(recording.tap, recording.format, folder, recording.origin, client)
@@ -174,6 +220,10 @@ extension LiveSession {
   func stopAllTapConsumers() {
     stopLoudness(audioRunning: false)
     for recording in recordings { stopRecording(recording, audioRunning: false, reason: "stop") }
+    for group in finishing {
+      for r in group.recordings { r.finish() }
+    }
+    pollFinishingRecordings()
     if let s = streamOut {
       taps.detach(s.consumer, audioRunning: false)
       s.finish()
@@ -182,8 +232,24 @@ extension LiveSession {
     }
   }
 
+  /// `record stop` (`{"cmd":"record","action":"stop","id":N}`, no id: all): the recordings are
+  /// detached at once and `pending` is answered once their files are finalized
+  /// (`pollFinishingRecordings`); a bad id is answered at once.
+  func startRecordStop(_ pending: ControlServer.Pending) {
+    var chosen = recordings
+    if let raw = pending.request["id"] {
+      guard let id = raw.number.map({ Int($0) }) else {
+        return pending.answer(ControlServer.error("\"id\" must be a number"))
+      }
+      chosen = recordings.filter { $0.id == id }
+      guard !chosen.isEmpty else { return pending.answer(ControlServer.error("no recording has id \(id)")) }
+    }
+    guard !chosen.isEmpty else { return pending.answer(Self.encode(["ok": true, "stopped": [Any]()])) }
+    beginStopping(chosen, audioRunning: !suspended, reason: "control", answering: pending)
+  }
+
   /// The `record` command: `{"cmd":"record","action":"start","tap":…,"format":…,"path":…}`,
-  /// `{"cmd":"record","action":"stop","id":N}` (no id: all), `{"cmd":"record"}` (list).
+  /// `{"cmd":"record"}` (list); `stop` is `startRecordStop`.
   func record(_ request: [String: JSONValue], _ client: JackClient) throws(ControlError) -> [String: Any] {
     let action = request["action"]?.string ?? "list"
     switch action {
@@ -218,16 +284,17 @@ extension LiveSession {
         stream.emit("record-failed", ["path": .string(path), "error": .string(error.description)])
         throw ControlError(error.description)
       }
-    case "stop":
-      var chosen = recordings
-      if let raw = request["id"] {
-        guard let id = raw.number.map({ Int($0) }) else { throw ControlError("\"id\" must be a number") }
-        chosen = recordings.filter { $0.id == id }
-        guard !chosen.isEmpty else { throw ControlError("no recording has id \(id)") }
-      }
-      return ["stopped": chosen.map { stopRecording($0, audioRunning: !suspended, reason: "control") }]
     default:
       throw ControlError("unknown record action '\(action)' (start, stop, list)")
     }
   }
+}
+
+/// Recordings stopped together (one `record stop`, or a new session's autorecording) whose
+/// writers are finalizing their files; `pending` is answered when every one has finished.
+struct FinishingRecordings {
+  let recordings: [Recording]
+  let reason: String
+  let pending: ControlServer.Pending?
+  let deadline: DispatchTime
 }

@@ -30,6 +30,7 @@ extension LiveSession {
       if stopRequested.load(ordering: .acquiring) { return nil }
       // The control door stays open while the server is away.
       for request in control?.takeRequests() ?? [] { request.answer(answerWhileAway(request.request)) }
+      pollFinishingRecordings()
       guard DispatchTime.now() >= nextAttempt else { continue }
       attempt += 1
       transition(.attempt, reason: "attempt \(attempt)")
@@ -133,7 +134,9 @@ extension LiveSession {
     xrunHistory.removeAll()  // a new client counts from zero
     graphSettled = nil
     while true {
-      var due = min(nextWakeTimeout(), book.nextRetry ?? .distantFuture, graphSettled ?? .distantFuture)
+      var due = min(
+        nextWakeTimeout(), book.nextRetry ?? .distantFuture, graphSettled ?? .distantFuture,
+        nextFinishingDeadline ?? .distantFuture)
       if !learning.isEmpty { due = min(due, .now() + .milliseconds(5)) }
       // A reload does not wait for its fade: the old chain is collected here (and the swap a
       // later reload left waiting can begin).
@@ -160,11 +163,14 @@ extension LiveSession {
       for request in control?.takeRequests() ?? [] {
         if request.request["cmd"]?.string == "learn" {
           startLearn(request, state)
+        } else if request.request["cmd"]?.string == "record" && request.request["action"]?.string == "stop" {
+          startRecordStop(request)
         } else {
           request.answer(answer(request.request, client: client, state: state))
         }
       }
       pollLearns(state)
+      pollFinishingRecordings()
       swapUnderway = state.slot.collect()
       client.applyRequestedLatency()
       // Plugins may report a new latency at any time (a convolver once its impulse is loaded).

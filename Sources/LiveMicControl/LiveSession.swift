@@ -83,6 +83,8 @@ public final class LiveSession: @unchecked Sendable {
   let taps = TapTable()
   /// The recordings running, and the next recording's id.
   var recordings: [Recording] = []
+  /// Recordings stopped and still finalizing their files, answered when done.
+  var finishing: [FinishingRecordings] = []
   var nextRecordingId = 1
   /// The `--stream-out` consumer, while it runs.
   var streamOut: StreamOut?

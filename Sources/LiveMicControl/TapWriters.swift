@@ -111,6 +111,15 @@ final class Recording: @unchecked Sendable {
     thread.start()
   }
 
+  /// Fault injection for tests (docs/testing.md): `LIVEMIC_FAULT_FINALIZE_DELAY_MS` makes every
+  /// writer wait that long before it finalizes its file, as a slow disk or encoder would.
+  static let finalizeDelayMicroseconds: UInt32 = {
+    guard let text = ProcessInfo.processInfo.environment["LIVEMIC_FAULT_FINALIZE_DELAY_MS"],
+      let ms = UInt32(text), ms <= 60_000
+    else { return 0 }
+    return ms * 1000
+  }()
+
   /// Creates `folder` and its missing parents (mode 0755); the system's reason when it cannot.
   static func makeFolders(_ folder: String) -> String? {
     var path = folder.hasPrefix("/") ? "" : "."
@@ -136,16 +145,26 @@ final class Recording: @unchecked Sendable {
   /// end; returns the frames written. Waits at most `timeoutSeconds`.
   @discardableResult
   func finish(timeoutSeconds: Double = 10) -> UInt64 {
-    stopRequested.store(true, ordering: .releasing)
+    requestStop()
     _ = done.wait(timeout: .now() + timeoutSeconds)
     return writtenFrames.load(ordering: .acquiring)
   }
+
+  /// After the consumer has been detached: asks the writer to drain the ring, finalize the file
+  /// and end, without waiting; it wakes the supervisor when `isFinished`.
+  func requestStop() { stopRequested.store(true, ordering: .releasing) }
+
+  /// True once the writer has finalized the file (or given up on it) and ended.
+  var isFinished: Bool { finished.load(ordering: .acquiring) }
+  private let finished = Atomic<Bool>(false)
 
   private func writeLoop() {
     let buffer = UnsafeMutablePointer<Float>.allocate(capacity: 2 * writerChunkFrames)
     defer {
       buffer.deallocate()
+      finished.store(true, ordering: .releasing)
       done.signal()
+      wake.signal()
     }
     var lastHeader = DispatchTime.now()
     while true {
@@ -174,6 +193,7 @@ final class Recording: @unchecked Sendable {
         usleep(writerPollMicroseconds)
       }
     }
+    if Self.finalizeDelayMicroseconds > 0 { usleep(Self.finalizeDelayMicroseconds) }
     let closed = sf_close(file)
     if closed != 0 {
       failure.withLock {

@@ -78,6 +78,46 @@ extension EndToEnd {
       server.stop()
     }
 
+    @Test("while a stopped recording finalizes its file, other requests are answered; then record stop is")
+    func answersWhileRecordingsFinish() throws {
+      let folder = Paths.temporaryFolder("door")
+      defer { try? FileManager.default.removeItem(at: folder) }
+      // Every writer waits 1.5 s before it finalizes (a slow disk or encoder).
+      let env = ["XDG_RUNTIME_DIR": folder.path, "LIVEMIC_FAULT_FINALIZE_DELAY_MS": "1500"]
+      let counters = folder.appendingPathComponent("rtguard.txt")
+      let (server, generator, capture, livemic) = try LiveAudioTests.rig(
+        ["-p", "flat"], signal: .sine(frequencyHz: 500, amplitude: 0.2), guardOutput: counters,
+        environment: env)
+      let file = folder.appendingPathComponent("take.wav").path
+      let socket = try Self.connect(folder)
+      let (started, _) = Self.ask(socket, "{\"cmd\":\"record\",\"action\":\"start\",\"path\":\"\(file)\"}")
+      #expect(started?["ok"] as? Bool == true, "\(started ?? [:])")
+      usleep(300_000)
+      let stopping = try Self.connect(folder)
+      let began = Date()
+      stopping.send("{\"cmd\":\"record\",\"action\":\"stop\"}")
+      usleep(50_000)
+      var slowest = 0.0
+      for _ in 0..<10 {
+        let (status, seconds) = Self.ask(socket, "{\"cmd\":\"status\"}", within: 0.5)
+        #expect(status?["ok"] as? Bool == true, "no status while the recording finalized")
+        #expect((status?["recordings"] as? [Any])?.isEmpty == true, "still listed: \(status ?? [:])")
+        slowest = max(slowest, seconds)
+      }
+      #expect(slowest < 0.1, "the slowest status took \(slowest) s while the recording finalized")
+      let answer = stopping.lines(for: 5, count: 1).first.map(jsonObject)
+      let waited = Date().timeIntervalSince(began)
+      let stopped = answer?["stopped"] as? [[String: Any]] ?? []
+      #expect(stopped.count == 1 && (stopped.first?["frames"] as? Int ?? 0) > 0, "\(answer ?? [:])")
+      #expect(waited >= 1.4, "record stop was answered after \(waited) s, before the file was finalized")
+      #expect((SoundFile(file)?.frames ?? 0) > 0, "the finalized file reads")
+      #expect(livemic.interrupt() == 0)
+      RealtimeGuard.expectNothingCounted(counters)
+      generator.close()
+      capture.close()
+      server.stop()
+    }
+
     @Test("a preset load while suspended is answered at once and runs after unmute")
     func reloadWhileSuspended() throws {
       let folder = Paths.temporaryFolder("door")
