@@ -35,6 +35,14 @@ final class ConnectionBook {
 
   var pendingCount: Int { pending.count }
 
+  /// Every connection the book holds, made or pending, by LiveMic's port short name (sorted):
+  /// what a session save keeps, also while suspended (when JACK shows none).
+  var wanted: [String: [String]] {
+    var result: [String: [String]] = [:]
+    for c in known.union(pending) { result[c.ours, default: []].append(c.theirs) }
+    return result.mapValues { $0.sorted() }
+  }
+
   /// Reads the current connections of the client's ports. `vanished` names the ports
   /// unregistered since the last reading: a connection to one of them that is gone was dropped
   /// with the port (its client restarted it, a NetJACK2 link came back) even when the port is

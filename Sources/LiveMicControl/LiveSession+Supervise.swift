@@ -131,6 +131,7 @@ extension LiveSession {
     var bufferFrames = events.bufferFrames.load(ordering: .relaxed)
     var sampleRate = events.sampleRate.load(ordering: .relaxed)
     var freewheeling = false
+    var nextLivenessProbe = DispatchTime.now()
     xrunHistory.removeAll()  // a new client counts from zero
     graphSettled = nil
     while true {
@@ -141,6 +142,7 @@ extension LiveSession {
       // A reload does not wait for its fade: the old chain is collected here (and the swap a
       // later reload left waiting can begin).
       if swapUnderway { due = min(due, .now() + .milliseconds(10)) }
+      if suspended { due = min(due, nextLivenessProbe) }
       _ = events.wake.wait(timeout: due)
       streamMeters(state)
       if stopRequested.load(ordering: .acquiring) {
@@ -156,6 +158,11 @@ extension LiveSession {
         client.close()
         Log.info("stopped after \(state.cycles.load(ordering: .relaxed)) cycles; " + stageSummary())
         return .stop
+      }
+      // Suspended (deactivated) on PipeWire, nothing reports a server loss: ask once a second.
+      if suspended && DispatchTime.now() >= nextLivenessProbe {
+        nextLivenessProbe = .now() + .seconds(1)
+        if !client.serverAnswers() { events.serverLost.store(true, ordering: .releasing) }
       }
       if events.serverLost.load(ordering: .acquiring) { return .serverLost }
       answerSessionSaves(client)

@@ -90,9 +90,12 @@ extension LiveSession {
     let path = try PresetWriter.save(
       Self.sessionPresetPath(open.path), entries: entries, chain: chain, plugins: plugins,
       route: route?.patterns ?? [], inputRoute: inputRoute?.patterns ?? [], midi: midiMappings)
-    var connections: [String: [String]] = [:]
+    // The book holds every port group's connections (in, out, music, monitor, midi_in), also
+    // those waiting for their ports and, while suspended, those JACK dropped.
+    if !suspended { book.record(client) }
+    var connections = book.wanted
     for (port, _) in client.allPortNames {
-      connections[String(port.split(separator: ":", maxSplits: 1).last ?? "")] = client.connections(of: port)
+      connections[String(port.split(separator: ":", maxSplits: 1).last ?? ""), default: []] += []
     }
     guard
       let data = try? JSONSerialization.data(

@@ -318,6 +318,19 @@ public final class JackClient: @unchecked Sendable {
     active = true
   }
 
+  /// Whether a deactivated client's server is still there. PipeWire's libjack (0.3.65) tells a
+  /// deactivated client nothing when its daemon goes away (no shutdown callback), so there the
+  /// supervisor asks: setting a port alias is a round trip to the daemon, and fails (-1) once it
+  /// is gone; the alias is removed again at once. jackd reports the loss to deactivated clients,
+  /// so there (and while active) this is always true. Thread: the supervisor.
+  public func serverAnswers() -> Bool {
+    guard onPipeWire, !active, let port = inputPorts.first else { return true }
+    let alias = "livemic-liveness-probe"
+    guard jack_port_set_alias(port, alias) == 0 else { return false }
+    _ = jack_port_unset_alias(port, alias)
+    return true
+  }
+
   /// Deactivates (the process callback stops being called).
   public func deactivate() {
     if active {

@@ -67,6 +67,84 @@ final class NsmTestServer {
 extension EndToEnd {
   @Suite("NSM session manager", .serialized)
   struct NsmTests {
+    /// Starts `livemic ARGS` under the test session manager and answers its announce and open.
+    static func open(
+      _ nsm: NsmTestServer, _ arguments: [String], _ env: [String: String], _ statePath: String,
+      _ clientId: String
+    ) throws -> LiveMicProcess {
+      let livemic = try LiveMicProcess(arguments, environment: env)
+      guard let announce = nsm.receive() else { throw HarnessError("no announce: \(livemic.log)") }
+      #expect(announce.path == "/nsm/server/announce")
+      #expect(announce.args.count == 6, "\(announce.args)")
+      #expect(announce.args.first as? String == "LiveMic" && announce.args[2] as? String == "livemic")
+      #expect(
+        announce.args[3] as? Int32 == 1 && announce.args[5] as? Int32 == livemic.process.processIdentifier)
+      nsm.send("/reply", ["/nsm/server/announce", "welcome", "nsm-test", ":server-control:"])
+      nsm.send("/nsm/client/open", [statePath, "LiveMic", clientId])
+      let opened = nsm.receive()
+      #expect(
+        opened?.path == "/reply" && opened?.args.first as? String == "/nsm/client/open",
+        "\(String(describing: opened)) \(livemic.log)")
+      #expect(livemic.waitForLog("session manager 'nsm-test' accepted LiveMic"), "\(livemic.log)")
+      return livemic
+    }
+
+    @Test("every port group's connections are saved, also while suspended, and restored at the next open")
+    func allPortGroups() throws {
+      let server = try JackServer(period: 256)
+      defer { server.stop() }
+      let session = Paths.temporaryFolder("nsm")
+      defer { try? FileManager.default.removeItem(at: session) }
+      let nsm = try NsmTestServer()
+      let env = ["NSM_URL": nsm.url, "XDG_RUNTIME_DIR": session.path]
+      let clientId = "LiveMic.nPORTS"
+      let statePath = session.appendingPathComponent("Session/LiveMic.nPORTS").path
+      let arguments = ["-s", server.name, "-p", "flat", "--music", "--monitor", "--no-connect"]
+      let source = try TestClient(
+        name: "lmnsmsrc", server: server.name, signal: .sine(frequencyHz: 500, amplitude: 0.1),
+        captureChannels: 0)
+      let sink = try TestClient(name: "lmnsmsink", server: server.name, signal: nil, captureChannels: 3)
+      let controller = try TestClient(
+        name: "lmnsmmidi", server: server.name, signal: nil, captureChannels: 0, midi: true)
+      defer {
+        source.close()
+        sink.close()
+        controller.close()
+      }
+      let wanted = [
+        ("in_1", source.portName("out")), ("music_1", source.portName("out")),
+        ("out_1", sink.portName("in_1")), ("monitor_2", sink.portName("in_3")),
+        ("midi_in", controller.portName("midi_out")),
+      ]
+      var livemic = try Self.open(nsm, arguments, env, statePath, clientId)
+      for (ours, theirs) in wanted {
+        let port = "\(clientId):\(ours)"
+        try sink.connect(
+          ours.hasPrefix("out_") || ours.hasPrefix("monitor_") ? port : theirs,
+          ours.hasPrefix("out_") || ours.hasPrefix("monitor_") ? theirs : port)
+      }
+      usleep(300_000)  // the graph settles and the book reads it
+      #expect(
+        try runLiveMic(["ctl", "-n", clientId, "mute", "--mode", "suspend"], environment: env).status == 0)
+      nsm.send("/nsm/client/save", [])
+      #expect(nsm.receive()?.args.first as? String == "/nsm/client/save")
+      let data = FileManager.default.contents(atPath: statePath + "/connections.json") ?? Data()
+      let saved = (try? JSONSerialization.jsonObject(with: data)) as? [String: [String]] ?? [:]
+      for (ours, theirs) in wanted {
+        #expect(
+          saved[ours]?.contains(theirs) == true, "\(ours) → \(theirs) not saved while suspended: \(saved)")
+      }
+      #expect(livemic.interrupt() == 0)
+
+      livemic = try Self.open(nsm, arguments, env, statePath, clientId)
+      #expect(
+        waitUntil(seconds: 5) {
+          wanted.allSatisfy { ours, theirs in sink.connections(of: "\(clientId):\(ours)").contains(theirs) }
+        },
+        "restored: \(wanted.map { sink.connections(of: "\(clientId):\($0.0)") }) \(livemic.log)")
+      #expect(livemic.interrupt() == 0)
+    }
+
     @Test("announce, open (client id as JACK name), save, and a second start restores the state")
     func handshake() throws {
       let server = try JackServer(period: 256)
@@ -82,22 +160,7 @@ extension EndToEnd {
       }
 
       func start() throws -> LiveMicProcess {
-        let livemic = try LiveMicProcess(
-          ["-s", server.name, "-p", "voice", "--no-connect"], environment: env)
-        guard let announce = nsm.receive() else { throw HarnessError("no announce: \(livemic.log)") }
-        #expect(announce.path == "/nsm/server/announce")
-        #expect(announce.args.count == 6, "\(announce.args)")
-        #expect(announce.args.first as? String == "LiveMic" && announce.args[2] as? String == "livemic")
-        #expect(
-          announce.args[3] as? Int32 == 1 && announce.args[5] as? Int32 == livemic.process.processIdentifier)
-        nsm.send("/reply", ["/nsm/server/announce", "welcome", "nsm-test", ":server-control:"])
-        nsm.send("/nsm/client/open", [statePath, "LiveMic", clientId])
-        let opened = nsm.receive()
-        #expect(
-          opened?.path == "/reply" && opened?.args.first as? String == "/nsm/client/open",
-          "\(String(describing: opened)) \(livemic.log)")
-        #expect(livemic.waitForLog("session manager 'nsm-test' accepted LiveMic"), "\(livemic.log)")
-        return livemic
+        try Self.open(nsm, ["-s", server.name, "-p", "voice", "--no-connect"], env, statePath, clientId)
       }
 
       // First start: a new session. The client id is the JACK client name.
