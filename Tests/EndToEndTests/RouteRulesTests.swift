@@ -64,6 +64,45 @@ extension EndToEnd {
 
     /// Speakers A, B and C each record the generator on in_1 (the witness) and LiveMic on
     /// in_2/in_3.
+    @Test(
+      "a server restart clears an override: its target coming back later is not connected beside the default")
+    func restartClearsOverride() throws {
+      let folder = Paths.temporaryFolder("routerestart")
+      defer { try? FileManager.default.removeItem(at: folder) }
+      let env = ["XDG_RUNTIME_DIR": folder.path]
+      let server = try JackServer(period: 64)
+      var speakers = try ["lmrA", "lmrB"].map {
+        try TestClient(name: $0, server: server.name, signal: nil, captureChannels: 2)
+      }
+      let livemic = try LiveMicProcess(
+        ["-s", server.name, "-n", "lmrr3", "-p", "flat", "--no-connect", "--route-out", "lmrA:in_*"],
+        environment: env)
+      #expect(livemic.waitForLog("latency capture-to-playback"), "\(livemic.log)")
+      _ = try Self.ctl("lmrr3", ["route", "override", "lmrB:in_1,lmrB:in_2"], env)
+      #expect(
+        waitUntil(seconds: 3) { speakers[0].connections(of: "lmrr3:out_1") == ["lmrB:in_1"] },
+        "the override: \(speakers[0].connections(of: "lmrr3:out_1"))")
+      for s in speakers { s.close() }
+      try server.killAndRestart()
+      #expect(livemic.waitForLog("reconnected to"), "\(livemic.log)")
+      // The default's client comes back first, the override's a moment later.
+      speakers = [try TestClient(name: "lmrA", server: server.name, signal: nil, captureChannels: 2)]
+      #expect(
+        waitUntil(seconds: 3) { speakers[0].connections(of: "lmrr3:out_1") == ["lmrA:in_1"] },
+        "the default after the restart: \(speakers[0].connections(of: "lmrr3:out_1")) \(livemic.log)")
+      speakers.append(try TestClient(name: "lmrB", server: server.name, signal: nil, captureChannels: 2))
+      usleep(1_000_000)  // the graph settles and pending connections are made
+      #expect(
+        speakers[0].connections(of: "lmrr3:out_1") == ["lmrA:in_1"]
+          && speakers[0].connections(of: "lmrr3:out_2") == ["lmrA:in_2"],
+        "the cleared override came back beside the default: \(speakers[0].connections(of: "lmrr3:out_1"))")
+      let route = try Self.ctl("lmrr3", ["route"], env)
+      #expect(route["override"] == nil || route["override"] is NSNull, "\(route)")
+      #expect(livemic.interrupt() == 0)
+      for s in speakers { s.close() }
+      server.stop()
+    }
+
     @Test("a loss mutes before the fallback; preferred, override and default moves do not mute")
     func lossPreferenceOverrideDefault() throws {
       let folder = Paths.temporaryFolder("routerules")
