@@ -6,9 +6,9 @@ extension EndToEnd {
   struct MuteReloadTests {
     /// Issue 14: reloads interleaved with every mute mode, sets and unmutes. After each reload
     /// status names the new preset and the mode is kept; after each unmute the measured level is
-    /// the last preset's at the last volume set. 24 rounds of 5 reloads (120, not 200): each
-    /// round's measurement waits out the 1 s unmute ramp, and the whole test stays near 40 s.
-    @Test("120 reloads interleaved with ramp, input and suspend mutes, sets and unmutes")
+    /// the last preset's at the last volume set. 40 rounds of 5 reloads (200); each round's
+    /// measurement waits out the 1 s unmute ramp.
+    @Test("200 reloads interleaved with ramp, input and suspend mutes, sets and unmutes")
     func reloadsDuringMutes() throws {
       let folder = Paths.temporaryFolder("mutereload")
       defer { try? FileManager.default.removeItem(at: folder) }
@@ -26,11 +26,11 @@ extension EndToEnd {
         ("flat", "flat", 0), (quiet.path, "quiet", -6),
       ]
       let signal = TestSignal.sine(frequencyHz: 500, amplitude: 0.2)
-      // The rig's, with a capture that holds the whole test (70 s).
+      // The rig's, with a capture that holds the whole test (120 s).
       let server = try JackServer(period: 64)
       let generator = try TestClient(name: "lmgen", server: server.name, signal: signal, captureChannels: 0)
       let capture = try TestClient(
-        name: "lmcap", server: server.name, signal: nil, captureChannels: 3, seconds: 70)
+        name: "lmcap", server: server.name, signal: nil, captureChannels: 3, seconds: 120)
       try capture.connect(generator.portName("out"), capture.portName("in_1"))
       let livemic = try LiveMicProcess(
         [
@@ -55,7 +55,7 @@ extension EndToEnd {
       }
       let modes = ["ramp", "input", "suspend"]
       var reloads = 0
-      for round in 0..<24 {
+      for round in 0..<40 {
         let mode = modes[(round + random(3)) % 3]
         let muted = ask(["cmd": "mute", "mode": mode])
         #expect(muted["ok"] as? Bool == true, "round \(round): mute \(mode): \(muted)")
@@ -86,7 +86,7 @@ extension EndToEnd {
           "round \(round): \(level) dB after unmuting \(mode), expected \(expected) (\(playing.name) at \(volume))"
         )
       }
-      #expect(reloads == 120)
+      #expect(reloads == 200)
       #expect(livemic.interrupt() == 0)
       RealtimeGuard.expectNothingCounted(counters)
       generator.close()
