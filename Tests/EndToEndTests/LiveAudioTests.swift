@@ -13,7 +13,10 @@ extension EndToEnd {
     ) throws -> (JackServer, TestClient, TestClient, LiveMicProcess) {
       let server = try JackServer(period: period)
       let generator = try TestClient(name: "lmgen", server: server.name, signal: signal, captureChannels: 0)
-      let capture = try TestClient(name: "lmcap", server: server.name, signal: nil, captureChannels: 3)
+      // 60 s of capture: a test's takes must not run out of it when a loaded machine slows the
+      // test down (the OSC test needed more than 12 s once under --load).
+      let capture = try TestClient(
+        name: "lmcap", server: server.name, signal: nil, captureChannels: 3, seconds: 60)
       try capture.connect(generator.portName("out"), capture.portName("in_1"))
       let livemic = try LiveMicProcess(
         [
