@@ -100,6 +100,7 @@ extension LiveSession {
       "cycles": Int(state.cycles.load(ordering: .relaxed)),
       "missed_cycles": Int(state.missedCycles.load(ordering: .relaxed)), "chain": stages,
       "denormals_flushed": state.denormalsFlushed.load(ordering: .relaxed),
+      "freewheeling": client.events.freewheeling.load(ordering: .relaxed),
     ].merging(stateStatus) { a, _ in a }.merging(Self.missedCycleStatus(state)) { a, _ in a }.merging(
       tapStatus
     ) { a, _ in a }.merging(

@@ -4,7 +4,7 @@ import Foundation
 /// one JSON object per line, `{"time": ISO-8601, "event": NAME, ...fields}`.
 ///
 /// Events: `started`, `server-lost`, `reconnected`, `xrun`, `route-changed`, `preset-loaded`,
-/// `plugin-failed`, `health`, `record-started`, `record-stopped`, `record-failed`,
+/// `plugin-failed`, `health`, `freewheel`, `record-started`, `record-stopped`, `record-failed`,
 /// `stream-failed`, `stopped` (see docs/operations.md and docs/recording.md for their fields).
 /// Thread: the supervisor.
 final class EventStream {

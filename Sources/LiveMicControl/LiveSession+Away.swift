@@ -13,7 +13,9 @@ extension LiveSession {
       let result: [String: Any]
       switch command {
       case "status":
-        result = ["client": options.clientName, "server": serverLabel, "preset": presetName].merging(
+        result = [
+          "client": options.clientName, "server": serverLabel, "preset": presetName, "freewheeling": false,
+        ].merging(
           stateStatus
         ) {
           a, _ in a

@@ -20,7 +20,7 @@ extension LiveSession {
     if let path = options.streamOut {
       let stream = StreamOut(
         path: path, format: options.streamWavHeader ? .wav : .f32, sampleRate: Int(client.sampleRate),
-        table: taps, wake: wake)
+        table: taps, wake: wake, pace: writerPace)
       streamOut = stream
       Log.info(
         "streaming the output tap (\(stream.format.rawValue)) to \(stream.label)"
@@ -68,12 +68,14 @@ extension LiveSession {
     let file = recordingPath(path, tap: tap, format: format, client: client)
     let recording = try Recording(
       id: nextRecordingId, path: file, tap: tap, format: format, origin: origin,
-      sampleRate: Int(client.sampleRate), ringSeconds: Self.recordingRingSeconds, wake: wake)
+      sampleRate: Int(client.sampleRate), ringSeconds: Self.recordingRingSeconds, wake: wake,
+      pace: writerPace)
     guard taps.attach(recording.consumer) else {
       recording.finish()
       try? FileManager.default.removeItem(atPath: file)
       throw TapWriterError("cannot record '\(file)': all \(TapTable.slotCount) tap slots are taken")
     }
+    if writerPace.isFreewheeling { sizeRing(recording.consumer, freewheeling: true) }
     nextRecordingId += 1
     recordings.append(recording)
     Log.info("recording \(recording.id) started: the \(tap.name) tap (\(format.rawValue)) to '\(file)'")

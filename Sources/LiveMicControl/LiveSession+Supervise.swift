@@ -130,7 +130,9 @@ extension LiveSession {
     var lastXrunReport = DispatchTime(uptimeNanoseconds: 0)
     var bufferFrames = events.bufferFrames.load(ordering: .relaxed)
     var sampleRate = events.sampleRate.load(ordering: .relaxed)
-    var freewheeling = false
+    var freewheel = FreewheelWatch()
+    // A server that went away freewheeling leaves the writers at their real-time pace.
+    defer { if freewheel.on { paceWriters(freewheeling: false) } }
     var nextLivenessProbe = DispatchTime.now()
     xrunHistory.removeAll()  // a new client counts from zero
     graphSettled = nil
@@ -144,6 +146,8 @@ extension LiveSession {
       if swapUnderway { due = min(due, .now() + .milliseconds(10)) }
       if suspended { due = min(due, nextLivenessProbe) }
       _ = events.wake.wait(timeout: due)
+      // First of all: a freewheel start speeds the writers up at once.
+      followFreewheel(&freewheel, events)
       streamMeters(state)
       if stopRequested.load(ordering: .acquiring) {
         transition(.stop, reason: "signal")
@@ -256,11 +260,6 @@ extension LiveSession {
       if frames != bufferFrames {
         bufferFrames = frames
         Log.info("buffer size is now \(frames) frames")
-      }
-      if events.freewheeling.load(ordering: .relaxed) != freewheeling {
-        freewheeling.toggle()
-        Log.info(
-          freewheeling ? "JACK is freewheeling (running as fast as it can)" : "JACK stopped freewheeling")
       }
       let rate = events.sampleRate.load(ordering: .relaxed)
       if rate != sampleRate {

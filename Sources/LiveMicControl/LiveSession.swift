@@ -81,6 +81,8 @@ public final class LiveSession: @unchecked Sendable {
   let book = ConnectionBook()
   /// The tap consumers' table, shared by every client this session opens.
   let taps = TapTable()
+  /// How often the tap consumers' threads look into their rings (faster while JACK freewheels).
+  let writerPace = WriterPace()
   /// The recordings running, and the next recording's id.
   var recordings: [Recording] = []
   /// Recordings stopped and still finalizing their files, answered when done.

@@ -132,12 +132,15 @@ final class LoudnessMeter: @unchecked Sendable {
   /// Nanoseconds the meter thread spent analyzing (for its CPU cost).
   let busyNanoseconds = Atomic<UInt64>(0)
 
-  /// Frames moved per read of the ring, and the sleep when it is empty.
+  /// Frames moved per read of the ring.
   static let chunkFrames = 4096
-  static let pollMicroseconds: UInt32 = 20_000
+  /// How long the thread rests after emptying the ring.
+  private let pace: WriterPace
 
-  /// Makes the analyzer and starts the thread; the caller attaches `consumer` to the tap table.
-  init(sampleRate: Int) throws(LoudnessError) {
+  /// Makes the analyzer and starts the thread, which rests at `pace` after emptying the ring;
+  /// the caller attaches `consumer` to the tap table.
+  init(sampleRate: Int, pace: WriterPace) throws(LoudnessError) {
+    self.pace = pace
     analyzer = try LoudnessAnalyzer(sampleRate: sampleRate)
     // 2 s of ring at up to 96 kHz: a rate change keeps the same consumer.
     consumer = TapConsumer(tap: .output, seconds: 2, sampleRate: Double(max(sampleRate, 96000)))
@@ -192,7 +195,7 @@ final class LoudnessMeter: @unchecked Sendable {
         analyzedFrames.add(UInt64(total), ordering: .relaxed)
         busyNanoseconds.add(DispatchTime.now().uptimeNanoseconds - started, ordering: .relaxed)
       }
-      usleep(Self.pollMicroseconds)
+      pace.rest()
     }
   }
 }
@@ -205,7 +208,7 @@ extension LiveSession {
   func startLoudness(_ client: JackClient) {
     guard loudness == nil else { return }
     do {
-      let meter = try LoudnessMeter(sampleRate: Int(client.sampleRate))
+      let meter = try LoudnessMeter(sampleRate: Int(client.sampleRate), pace: writerPace)
       guard taps.attach(meter.consumer) else {
         meter.finish()
         Log.error("the loudness meter cannot start: all \(TapTable.slotCount) tap slots are taken")

@@ -52,8 +52,6 @@ struct TapWriterError: Error, CustomStringConvertible {
 
 /// The frames a writer thread moves per read of its ring.
 private let writerChunkFrames = 4096
-/// How long a writer thread sleeps when its ring is empty.
-private let writerPollMicroseconds: UInt32 = 20_000
 
 /// One recording: a tap consumer and a writer thread that drains its ring into a file with
 /// libsndfile. WAV headers are brought up to date once a second, so a killed process leaves a
@@ -78,14 +76,16 @@ final class Recording: @unchecked Sendable {
   private let failure = Locked<String?>(nil)
   private let done = DispatchSemaphore(value: 0)
   private let wake: DispatchSemaphore
+  private let pace: WriterPace
 
   var tap: Tap { consumer.tap }
 
   /// Opens `path` for writing (its folder is created when missing) and starts the writer
-  /// thread; the caller attaches `consumer` to the tap table.
+  /// thread, which rests at `pace` when the ring is empty; the caller attaches `consumer` to the
+  /// tap table.
   init(
     id: Int, path: String, tap: Tap, format: RecordingFormat, origin: Origin, sampleRate: Int,
-    ringSeconds: Double, wake: DispatchSemaphore
+    ringSeconds: Double, wake: DispatchSemaphore, pace: WriterPace
   ) throws(TapWriterError) {
     guard format.isSupported(sampleRate: sampleRate) else {
       throw TapWriterError("the installed libsndfile cannot write \(format.rawValue.uppercased()) files")
@@ -103,8 +103,8 @@ final class Recording: @unchecked Sendable {
       throw TapWriterError("cannot record to '\(path)': \(reason)")
     }
     self.file = file
-    (self.id, self.path, self.format, self.origin, self.sampleRate, self.wake) =
-      (id, path, format, origin, sampleRate, wake)
+    (self.id, self.path, self.format, self.origin, self.sampleRate, self.wake, self.pace) =
+      (id, path, format, origin, sampleRate, wake, pace)
     consumer = TapConsumer(tap: tap, seconds: ringSeconds, sampleRate: Double(sampleRate))
     let thread = Thread { [self] in writeLoop() }
     thread.name = "livemic-record-\(id)"
@@ -190,7 +190,7 @@ final class Recording: @unchecked Sendable {
       }
       if n == 0 {
         if stopping { break }
-        usleep(writerPollMicroseconds)
+        pace.rest()
       }
     }
     if Self.finalizeDelayMicroseconds > 0 { usleep(Self.finalizeDelayMicroseconds) }
@@ -218,6 +218,7 @@ final class StreamOut: @unchecked Sendable {
   let consumer: TapConsumer
   private let table: TapTable
   private let wake: DispatchSemaphore
+  private let pace: WriterPace
   /// Frames written to the stream.
   let writtenFrames = Atomic<UInt64>(0)
   /// True once the destination is open and the consumer attached.
@@ -226,8 +227,13 @@ final class StreamOut: @unchecked Sendable {
   private let failure = Locked<String?>(nil)
   private let done = DispatchSemaphore(value: 0)
 
-  init(path: String, format: Format, sampleRate: Int, table: TapTable, wake: DispatchSemaphore) {
-    (self.path, self.format, self.sampleRate, self.table, self.wake) = (path, format, sampleRate, table, wake)
+  /// Starts the writer thread, which attaches `consumer` to `table` once the destination is open
+  /// and rests at `pace` when the ring is empty.
+  init(
+    path: String, format: Format, sampleRate: Int, table: TapTable, wake: DispatchSemaphore, pace: WriterPace
+  ) {
+    (self.path, self.format, self.sampleRate, self.table, self.wake, self.pace) =
+      (path, format, sampleRate, table, wake, pace)
     consumer = TapConsumer(tap: .output, seconds: 4, sampleRate: Double(sampleRate))
     let thread = Thread { [self] in run() }
     thread.name = "livemic-stream"
@@ -276,7 +282,7 @@ final class StreamOut: @unchecked Sendable {
       } else if stopping {
         return
       } else {
-        usleep(writerPollMicroseconds)
+        pace.rest()
       }
     }
   }

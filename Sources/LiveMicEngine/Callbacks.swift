@@ -85,10 +85,11 @@ func livemicPortRegistration(id: jack_port_id_t, registered: Int32, context: Uns
   livemicGraphChanged(context: context)
 }
 
-/// Freewheel mode on or off: recorded for the supervisor (the chain runs the same either way).
+/// Freewheel mode on or off: noted, with the cycles and frames run so far, for the supervisor
+/// (the chain runs the same either way; the supervisor paces the tap writers).
 func livemicFreewheel(starting: Int32, context: UnsafeMutableRawPointer?) {
   guard let context else { return }
   let events = Unmanaged<EngineEvents>.fromOpaque(context).takeUnretainedValue()
-  events.freewheeling.store(starting != 0, ordering: .relaxed)
+  events.noteFreewheel(starting != 0)
   events.wake.signal()
 }

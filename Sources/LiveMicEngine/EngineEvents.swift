@@ -25,8 +25,20 @@ public final class EngineEvents: @unchecked Sendable {
   /// The client the callbacks belong to (set before activation, for `jack_get_xrun_delayed_usecs`).
   nonisolated(unsafe) var clientHandle: OpaquePointer?
 
-  /// True while JACK runs in freewheel mode (as fast as it can, for export).
+  /// True while JACK runs in freewheel mode (the graph as fast as it can, for an export).
   public let freewheeling = Atomic<Bool>(false)
+  /// Freewheel notifications so far (starts and stops), so the supervisor also sees a start and
+  /// a stop that both came between two of its wakes.
+  public let freewheelChanges = Atomic<UInt64>(0)
+  /// LiveMic's cycles and frames run when freewheeling last started, and last stopped: their
+  /// differences are what ran freewheeling.
+  public let freewheelStartCycles = Atomic<UInt64>(0)
+  public let freewheelStartFrames = Atomic<UInt64>(0)
+  public let freewheelStopCycles = Atomic<UInt64>(0)
+  public let freewheelStopFrames = Atomic<UInt64>(0)
+  /// The audio thread's state, whose counters the freewheel callback reads (set before
+  /// activation, never changed while active).
+  nonisolated(unsafe) var processState: ProcessState?
 
   /// Set when ports appear or disappear or connections change; the supervisor clears it.
   public let graphChanged = Atomic<Bool>(false)
@@ -48,6 +60,22 @@ public final class EngineEvents: @unchecked Sendable {
       defer { ports = [] }
       return ports
     }
+  }
+
+  /// Notes that freewheeling started (`on`) or stopped: the counters run so far, then the
+  /// state, then the count the supervisor watches. Thread: libjack's notification thread.
+  func noteFreewheel(_ on: Bool) {
+    let cycles = processState?.cycles.load(ordering: .relaxed) ?? 0
+    let frames = processState?.framesRun.load(ordering: .relaxed) ?? 0
+    if on {
+      freewheelStartCycles.store(cycles, ordering: .relaxed)
+      freewheelStartFrames.store(frames, ordering: .relaxed)
+    } else {
+      freewheelStopCycles.store(cycles, ordering: .relaxed)
+      freewheelStopFrames.store(frames, ordering: .relaxed)
+    }
+    freewheeling.store(on, ordering: .relaxed)
+    freewheelChanges.add(1, ordering: .releasing)
   }
 
   public init(wake: DispatchSemaphore = DispatchSemaphore(value: 0)) {

@@ -131,6 +131,7 @@ public final class JackClient: @unchecked Sendable {
     if muted { state.ramp.fadeOut() }
     if inputMuted { state.startInputMuted() }
     self.state = state
+    events.processState = state
     events.chainLatencyFrames.store(UInt32(chain.latencyFrames), ordering: .relaxed)
     let stateContext = Unmanaged.passUnretained(state).toOpaque()
     let eventsContext = Unmanaged.passUnretained(events).toOpaque()

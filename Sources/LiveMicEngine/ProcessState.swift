@@ -74,6 +74,8 @@ public final class ProcessState: @unchecked Sendable {
 
   /// Cycles run (audio thread writes, anyone reads).
   public let cycles = Atomic<UInt64>(0)
+  /// Frames run, over all cycles (audio thread writes, anyone reads).
+  public let framesRun = Atomic<UInt64>(0)
   /// Latest buffer size seen by the audio thread.
   public let lastFrames = Atomic<UInt32>(0)
   /// Cycles the server ran without this client: gaps in the frame times of consecutive
@@ -180,12 +182,15 @@ public final class ProcessState: @unchecked Sendable {
       inputLeft: scratch, inputRight: scratch + n, outputLeft: scratch + 2 * n,
       outputRight: scratch + 3 * n, musicLeft: scratch + 4 * n, musicRight: scratch + 5 * n,
       monitorLeft: scratch + 6 * n, monitorRight: scratch + 7 * n, feedsTaps: false)
-    let (savedCycles, savedInputGain) = (cycles.load(ordering: .relaxed), inputGain)
+    let (savedCycles, savedFrames, savedInputGain) = (
+      cycles.load(ordering: .relaxed), framesRun.load(ordering: .relaxed), inputGain
+    )
     inputGain = 0.5  // through the chain and `gateInput`
     run(io, frames: n)
     inputGain = savedInputGain
     ramp.rewind()
     cycles.store(savedCycles, ordering: .relaxed)
+    framesRun.store(savedFrames, ordering: .relaxed)
     _ = meters.read()
     taps.warm(frames: n)
     _ = sinf(Float(n)) + cosf(Float(n))  // the crossfade's
@@ -306,6 +311,7 @@ public final class ProcessState: @unchecked Sendable {
       taps.finishCycle()
     }
     lastFrames.store(UInt32(truncatingIfNeeded: n), ordering: .relaxed)
+    framesRun.add(UInt64(n), ordering: .relaxed)
     cycles.add(1, ordering: .relaxed)
   }
 }

@@ -28,13 +28,35 @@ public enum Tap: Int, Sendable, CaseIterable {
 /// (`jack_ringbuffer`) of interleaved stereo float frames, filled by the audio thread and
 /// drained by the consumer's own thread, and the counts of frames taken and dropped.
 ///
-/// Thread: `push` on the audio thread; `read` on one consumer thread; counters anywhere.
+/// The ring can be replaced while in use (`resize`: larger while JACK freewheels). The new ring,
+/// allocated and touched off the audio thread, waits in an atomic; the audio thread takes it at
+/// a push once the consumer has caught up with the previous replacement, and writes there from
+/// then on; the consumer empties the old ring before it moves on, so the frames stay in order
+/// and at most two rings are in use. A ring both have left is freed by the next `resize` or with
+/// the consumer.
+///
+/// Thread: `push` on the audio thread; `read` on one consumer thread; `resize` and
+/// `freeLeftRings` on one other thread (the supervisor); counters and `capacityFrames` anywhere;
+/// `pendingFrames` on the consumer's thread (elsewhere it may read a ring `freeLeftRings` frees).
 public final class TapConsumer: @unchecked Sendable {
+  typealias Ring = UnsafeMutablePointer<jack_ringbuffer_t>
+
   /// The signal this consumer receives.
   public let tap: Tap
-  private let ring: UnsafeMutablePointer<jack_ringbuffer_t>
-  /// How many frames the ring holds.
-  public let capacityFrames: Int
+  /// The ring's size asked for at creation, and the sample rate it is counted at.
+  public let seconds: Double
+  public let sampleRate: Double
+  /// The ring the audio thread writes (the audio thread's own after creation).
+  private var producerRing: Ring
+  /// The audio thread's ring, and the consumer's, as bit patterns (the consumer moves to the
+  /// audio thread's once it has emptied its own).
+  private let writtenRing: Atomic<UInt>
+  private let readingRing: Atomic<UInt>
+  /// A replacement waiting for the audio thread (0: none).
+  private let incomingRing = Atomic<UInt>(0)
+  /// Rings the consumer has left, for `resize` or deinit to free.
+  private let leftRings = Locked<[UInt]>([])
+  private let capacity: Atomic<Int>
   /// Frames the audio thread put into the ring.
   public let pushedFrames = Atomic<UInt64>(0)
   /// Frames the audio thread had to drop because the ring was full.
@@ -47,19 +69,60 @@ public final class TapConsumer: @unchecked Sendable {
   /// two by libjack). Allocates and touches the ring here, never on the audio thread.
   public init(tap: Tap, seconds: Double, sampleRate: Double) {
     self.tap = tap
-    let bytes = max(Int(seconds * sampleRate), 1024) * Self.bytesPerFrame
-    ring = jack_ringbuffer_create(bytes)
-    memset(ring.pointee.buf, 0, ring.pointee.size)  // fault the pages in now
-    capacityFrames = (ring.pointee.size - 1) / Self.bytesPerFrame
+    (self.seconds, self.sampleRate) = (seconds, sampleRate)
+    let ring = Self.makeRing(seconds: seconds, sampleRate: sampleRate)
+    producerRing = ring
+    writtenRing = Atomic(UInt(bitPattern: ring))
+    readingRing = Atomic(UInt(bitPattern: ring))
+    capacity = Atomic(Self.capacity(of: ring))
   }
 
-  deinit { jack_ringbuffer_free(ring) }
+  /// A ring of at least `seconds` at `sampleRate` (at least 1024 frames), its pages touched.
+  private static func makeRing(seconds: Double, sampleRate: Double) -> Ring {
+    let ring = jack_ringbuffer_create(max(Int(seconds * sampleRate), 1024) * bytesPerFrame)!
+    memset(ring.pointee.buf, 0, ring.pointee.size)  // fault the pages in now
+    return ring
+  }
+
+  private static func capacity(of ring: Ring) -> Int { (ring.pointee.size - 1) / bytesPerFrame }
+
+  deinit {
+    let (reading, written) = (readingRing.load(ordering: .acquiring), writtenRing.load(ordering: .acquiring))
+    var rings = [reading, incomingRing.load(ordering: .acquiring)] + leftRings.withLock { $0 }
+    if written != reading { rings.append(written) }
+    for raw in rings { if let ring = Ring(bitPattern: raw) { jack_ringbuffer_free(ring) } }
+  }
+
+  /// How many frames the ring the audio thread writes holds.
+  public var capacityFrames: Int { capacity.load(ordering: .relaxed) }
+
+  /// Replaces the ring by one of at least `seconds` (allocated and touched here): the audio
+  /// thread moves to it at a push, the consumer once it has read the old one out. Frees the
+  /// rings both have left; a replacement the audio thread never took (it did not run) is freed
+  /// when another takes its place.
+  public func resize(seconds: Double) {
+    freeLeftRings()
+    let ring = Self.makeRing(seconds: seconds, sampleRate: sampleRate)
+    let untaken = incomingRing.exchange(UInt(bitPattern: ring), ordering: .acquiringAndReleasing)
+    if let untaken = Ring(bitPattern: untaken) { jack_ringbuffer_free(untaken) }
+  }
+
+  /// Frees the rings the audio thread and the consumer have both left (after a `resize`).
+  public func freeLeftRings() {
+    let left = leftRings.withLock { rings in
+      defer { rings = [] }
+      return rings
+    }
+    for raw in left { jack_ringbuffer_free(Ring(bitPattern: raw)!) }
+  }
 
   /// Copies `frames` interleaved frames into the ring, or drops them all (counted) when they
-  /// do not fit, so the ring always holds whole cycles.
+  /// do not fit, so the ring always holds whole cycles. Takes a waiting replacement first.
   /// - Realtime: safe
   @inline(__always)
   func push(_ interleaved: UnsafePointer<Float>, frames: Int) {
+    if incomingRing.load(ordering: .relaxed) != 0 { takeReplacement() }
+    let ring = producerRing
     let bytes = frames * Self.bytesPerFrame
     if jack_ringbuffer_write_space(ring) < bytes {
       droppedFrames.add(UInt64(frames), ordering: .relaxed)
@@ -71,9 +134,37 @@ public final class TapConsumer: @unchecked Sendable {
     pushedFrames.add(UInt64(frames), ordering: .relaxed)
   }
 
+  /// Moves the audio thread to the waiting ring, once the consumer reads the one it writes now
+  /// (so the consumer always moves to the ring that came next).
+  /// - Realtime: safe
+  private func takeReplacement() {
+    guard readingRing.load(ordering: .acquiring) == UInt(bitPattern: producerRing) else { return }
+    let raw = incomingRing.exchange(0, ordering: .acquiring)
+    guard let ring = Ring(bitPattern: raw) else { return }
+    producerRing = ring
+    capacity.store(Self.capacity(of: ring), ordering: .relaxed)
+    // After every write to the old ring: the consumer, seeing this, has all of them.
+    writtenRing.store(raw, ordering: .releasing)
+  }
+
   /// Moves up to `maxFrames` whole frames out of the ring into `destination`; returns how many.
   public func read(into destination: UnsafeMutablePointer<Float>, maxFrames: Int) -> Int {
-    let available = jack_ringbuffer_read_space(ring) / Self.bytesPerFrame
+    var ring = Ring(bitPattern: readingRing.load(ordering: .relaxed))!
+    var available = jack_ringbuffer_read_space(ring) / Self.bytesPerFrame
+    if available == 0 {
+      let written = writtenRing.load(ordering: .acquiring)
+      if written != UInt(bitPattern: ring) {
+        // The audio thread has moved on: what it left here came before the store just read.
+        available = jack_ringbuffer_read_space(ring) / Self.bytesPerFrame
+        if available == 0 {
+          let old = UInt(bitPattern: ring)
+          leftRings.withLock { $0.append(old) }
+          ring = Ring(bitPattern: written)!
+          readingRing.store(written, ordering: .releasing)
+          available = jack_ringbuffer_read_space(ring) / Self.bytesPerFrame
+        }
+      }
+    }
     let frames = min(available, maxFrames)
     guard frames > 0 else { return 0 }
     let bytes = frames * Self.bytesPerFrame
@@ -83,8 +174,21 @@ public final class TapConsumer: @unchecked Sendable {
     return frames
   }
 
-  /// Frames waiting in the ring.
-  public var pendingFrames: Int { jack_ringbuffer_read_space(ring) / Self.bytesPerFrame }
+  /// Frames waiting in the rings.
+  public var pendingFrames: Int {
+    let (reading, written) = (readingRing.load(ordering: .acquiring), writtenRing.load(ordering: .acquiring))
+    var bytes = jack_ringbuffer_read_space(Ring(bitPattern: reading)!)
+    if written != reading { bytes += jack_ringbuffer_read_space(Ring(bitPattern: written)!) }
+    return bytes / Self.bytesPerFrame
+  }
+
+  /// Runs the audio thread's replacement once off it (first-run costs), on a fresh consumer.
+  func warmReplacement(_ scratch: UnsafeMutablePointer<Float>, frames: Int) {
+    resize(seconds: seconds)
+    push(scratch, frames: frames)
+    _ = read(into: scratch, maxFrames: frames)
+    _ = read(into: scratch, maxFrames: frames)
+  }
 }
 
 /// The table of tap consumers the audio thread feeds: a fixed number of slots, each an atomic
@@ -208,6 +312,7 @@ public final class TapTable: @unchecked Sendable {
     interleaved.update(repeating: 0, count: 2 * n)
     scratch.push(interleaved, frames: n)
     _ = scratch.read(into: interleaved, maxFrames: n)
+    scratch.warmReplacement(interleaved, frames: n)
     _ = attachedPerTap[0].load(ordering: .relaxed)
     _ = slots[0].load(ordering: .acquiring)
     _ = passes.load(ordering: .acquiring)

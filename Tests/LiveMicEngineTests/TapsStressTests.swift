@@ -15,6 +15,9 @@ import Testing
   /// The frames of cycle `c` (1–64, varying).
   static func size(_ c: Int) -> Int { 1 + (c &* 37 &+ c / 7) % 64 }
 
+  /// Rings the producer moved to in the resizing run.
+  static let replacements = Atomic<Int>(0)
+
   struct Outcome {
     var received = 0
     var lost = 0
@@ -23,14 +26,19 @@ import Testing
   }
 
   /// Runs the producer (cycles of `size`, waiting for room when `backPressure`) on a thread of
-  /// its own and checks every frame here; `pause` makes the consumer slow now and then.
-  static func run(cycles: Int, ringSeconds: Double, backPressure: Bool, pause: Bool) -> (
-    Outcome, TapConsumer, Int
-  ) {
+  /// its own and checks every frame here; `pause` makes the consumer slow now and then;
+  /// `resizing` replaces the ring over and over from a third thread (as a freewheel does).
+  static func run(cycles: Int, ringSeconds: Double, backPressure: Bool, pause: Bool, resizing: Bool = false)
+    -> (Outcome, TapConsumer, Int)
+  {
     let taps = TapTable()
     let consumer = TapConsumer(tap: .output, seconds: ringSeconds, sampleRate: 48000)
     precondition(taps.attach(consumer))
     let total = (0..<cycles).reduce(0) { $0 + size($1) }
+    // Frames read so far: the back pressure counts what is outstanding in all rings against
+    // the smallest (`pendingFrames` may read a ring a resize frees meanwhile: not here).
+    let consumed = Atomic<Int>(0)
+    let room = consumer.capacityFrames
     let producer = Worker {
       let (left, right) = (
         UnsafeMutablePointer<Float>.allocate(capacity: 64), UnsafeMutablePointer<Float>.allocate(capacity: 64)
@@ -43,12 +51,23 @@ import Testing
       for c in 0..<cycles {
         let n = size(c)
         for f in 0..<n { (left[f], right[f]) = encode(k + f) }
-        if backPressure { while consumer.capacityFrames - consumer.pendingFrames < n { sched_yield() } }
+        if backPressure { while k + n - consumed.load(ordering: .acquiring) > room { sched_yield() } }
         taps.write(.output, left: left, right: right, frames: n)
         taps.finishCycle()
         k += n
       }
     }
+    let resizer = Worker {
+      var (n, capacity) = (0, consumer.capacityFrames)
+      while resizing && !producer.isFinished {
+        consumer.resize(seconds: n % 2 == 0 ? ringSeconds * 4 : ringSeconds)
+        n += 1
+        usleep(500)
+        if consumer.capacityFrames != capacity { Self.replacements.add(1, ordering: .relaxed) }
+        capacity = consumer.capacityFrames
+      }
+    }
+    defer { resizer.wait() }
     var outcome = Outcome()
     let chunk = 4096
     let buffer = UnsafeMutablePointer<Float>.allocate(capacity: 2 * chunk)
@@ -60,6 +79,7 @@ import Testing
     while true {
       let finished = producer.isFinished
       let n = consumer.read(into: buffer, maxFrames: chunk)
+      consumed.add(n, ordering: .releasing)
       if n == 0 && finished && consumer.pendingFrames == 0 { break }
       reads += 1
       if pause && reads % 500 == 0 { usleep(200) }
@@ -104,6 +124,20 @@ import Testing
     #expect(outcome.received == total && outcome.lost == 0)
     #expect(consumer.droppedFrames.load(ordering: .relaxed) == 0)
     #expect(consumer.pushedFrames.load(ordering: .relaxed) == UInt64(total))
+  }
+
+  @Test("A million cycles while a third thread replaces the ring every 0.5 ms: every frame, in order")
+  func noLossWhileResizing() {
+    let cycles = Engine.stressCount(1_000_000)
+    let (outcome, consumer, total) = Self.run(
+      cycles: cycles, ringSeconds: 0.05, backPressure: true, pause: true, resizing: true)
+    #expect(outcome.problems.isEmpty, "\(outcome.problems)")
+    #expect(outcome.received == total && outcome.lost == 0)
+    #expect(consumer.droppedFrames.load(ordering: .relaxed) == 0)
+    let moved = Self.replacements.load(ordering: .relaxed)
+    #expect(moved > 10, "the producer moved to a new ring \(moved) times")
+    print(
+      "[measured] tap ring stress while resizing: \(cycles) cycles, the producer moved rings \(moved) times")
   }
 
   @Test("A million cycles through a ring too small for a slow consumer: drops are whole cycles, all counted")

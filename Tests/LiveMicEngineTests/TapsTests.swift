@@ -110,6 +110,30 @@ import Testing
     #expect(consumer.pushedFrames.load(ordering: .relaxed) == 600)
   }
 
+  @Test(
+    "A replaced ring: the old ring's frames first, then the new one's; it is taken once the reader caught up")
+  func resizeKeepsOrder() {
+    let taps = TapTable()
+    let consumer = TapConsumer(tap: .output, seconds: 0.001, sampleRate: 48000)
+    let small = consumer.capacityFrames
+    #expect(taps.attach(consumer))
+    Self.write(taps, .output, [1, 2], [-1, -2])
+    consumer.resize(seconds: 1)
+    Self.write(taps, .output, [3], [-3])  // taken at this push: the reader is on the old ring
+    #expect(consumer.capacityFrames >= 48000 && consumer.capacityFrames > small)
+    consumer.resize(seconds: 0.001)
+    Self.write(taps, .output, [4], [-4])  // not yet: the reader has not reached the 1 s ring
+    #expect(consumer.capacityFrames >= 48000, "the second replacement waits")
+    #expect(consumer.pendingFrames == 4)
+    #expect(Self.read(consumer) == [1, -1, 2, -2], "the old ring first, alone")
+    #expect(Self.read(consumer) == [3, -3, 4, -4])
+    Self.write(taps, .output, [5], [-5])  // the reader is on the 1 s ring: the small one is taken
+    #expect(consumer.capacityFrames == small)
+    consumer.freeLeftRings()
+    #expect(Self.read(consumer) == [5, -5])
+    #expect(consumer.droppedFrames.load(ordering: .relaxed) == 0 && consumer.pendingFrames == 0)
+  }
+
   @Test("A cycle longer than the interleaving chunk arrives whole and in order")
   func longCycle() {
     let taps = TapTable()
