@@ -105,12 +105,23 @@ final class RouteController {
   }
 
   /// Connects to the effective target at once (after a reconnection or a resume, where the
-  /// output starts quiet): the change made, with the code `restart`, if any.
+  /// output starts quiet): the change made, with the code `restart`, if any. The targets from
+  /// before that the route does not choose now (an override cleared because its ports are gone
+  /// after a server restart, or a target not back yet) are forgotten by the book: the route,
+  /// not the book, connects these ports, and it connects a target again when it appears.
+  /// Without this the book made a cleared override's connections again beside the default when
+  /// their ports came back.
   @discardableResult
   func apply(_ client: JackClient, book: ConnectionBook) -> Change? {
+    let before = current
     current = []  // a new or reactivated client has no connections
-    guard let change = update(client, code: .restart, reason: "connected again after a restart or resume")
-    else { return nil }
+    let change = update(client, code: .restart, reason: "connected again after a restart or resume")
+    let ours = isOutput ? client.outputPortNames : client.inputPortNames
+    let now = change?.to ?? []
+    for (i, old) in before.enumerated() where i < ours.count && !(i < now.count && now[i] == old) {
+      book.forget(String(ours[i].split(separator: ":", maxSplits: 1).last ?? ""), old)
+    }
+    guard let change else { return nil }
     commit(change, client: client, book: book)
     return change
   }
