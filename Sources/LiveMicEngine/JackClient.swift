@@ -67,6 +67,7 @@ public final class JackClient: @unchecked Sendable {
     events.bufferFrames.store(UInt32(bufferFrames), ordering: .relaxed)
     // PipeWire's libjack says "3.0.0.0 (using PipeWire 0.3.65)".
     onPipeWire = jack_get_version_string().map { String(cString: $0).contains("PipeWire") } ?? false
+    _ = pipeWireSocket  // the daemon's socket as it is now, for `serverAnswers`
   }
 
   deinit { close() }
@@ -319,17 +320,51 @@ public final class JackClient: @unchecked Sendable {
     active = true
   }
 
-  /// Whether a deactivated client's server is still there. PipeWire's libjack (0.3.65) tells a
-  /// deactivated client nothing when its daemon goes away (no shutdown callback), so there the
-  /// supervisor asks: setting a port alias is a round trip to the daemon, and fails (-1) once it
-  /// is gone; the alias is removed again at once. jackd reports the loss to deactivated clients,
-  /// so there (and while active) this is always true. Thread: the supervisor.
+  /// Whether a deactivated client's server is still the one it opened. PipeWire's libjack
+  /// (0.3.65) tells a deactivated client nothing when its daemon goes away (no shutdown
+  /// callback), and no libjack call is a side-effect-free round trip there (a port alias, tried
+  /// first, works once: PipeWire never removes it again). So the supervisor looks at the
+  /// daemon's socket (`PIPEWIRE_RUNTIME_DIR` or `XDG_RUNTIME_DIR`, named after the server, or
+  /// `PIPEWIRE_REMOTE`, or `pipewire-0`): gone, replaced (another inode: a new daemon made it),
+  /// or refusing connections means the daemon this client talks to is gone. jackd reports the
+  /// loss to deactivated clients, so there (and while active, or when the socket cannot be
+  /// found at open) this is always true. Thread: the supervisor.
   public func serverAnswers() -> Bool {
-    guard onPipeWire, !active, let port = inputPorts.first else { return true }
-    let alias = "livemic-liveness-probe"
-    guard jack_port_set_alias(port, alias) == 0 else { return false }
-    _ = jack_port_unset_alias(port, alias)
-    return true
+    guard onPipeWire, !active, let (path, identity) = pipeWireSocket else { return true }
+    guard let now = Self.socketIdentity(path), now == identity else { return false }
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    withUnsafeMutableBytes(of: &address.sun_path) { raw in
+      for (i, byte) in path.utf8.enumerated() { raw[i] = byte }
+    }
+    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    guard fd >= 0 else { return true }
+    defer { Glibc.close(fd) }
+    let connected = withUnsafePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+      }
+    }
+    return connected == 0 || errno != ECONNREFUSED
+  }
+
+  /// The PipeWire daemon's socket path and its (device, inode) when the client opened.
+  private lazy var pipeWireSocket: (String, [UInt64])? = {
+    guard onPipeWire else { return nil }
+    let variable = { (name: String) in getenv(name).map { String(cString: $0) } }
+    guard let folder = variable("PIPEWIRE_RUNTIME_DIR") ?? variable("XDG_RUNTIME_DIR") else { return nil }
+    let remote =
+      serverName.flatMap { $0.isEmpty || $0 == "default" ? nil : $0 } ?? variable("PIPEWIRE_REMOTE")
+      ?? "pipewire-0"
+    let path = remote.hasPrefix("/") ? remote : folder + "/" + remote
+    guard path.utf8.count < 108, let identity = Self.socketIdentity(path) else { return nil }
+    return (path, identity)
+  }()
+
+  private static func socketIdentity(_ path: String) -> [UInt64]? {
+    var info = stat()
+    guard stat(path, &info) == 0 else { return nil }
+    return [UInt64(info.st_dev), UInt64(info.st_ino)]
   }
 
   /// Deactivates (the process callback stops being called).
