@@ -73,16 +73,24 @@ extension LiveSession {
   }
 
   /// `last_missed_cycle` of `status`: the latest gap in the server's frame times (its frame
-  /// time, frames missing, and its number in `missed_cycles`); absent before the first.
+  /// time, frames missing, and its number in `missed_cycles`), and `recent_missed_cycles`, the
+  /// last `MissedCycleHistory.capacity` of them; absent before the first.
   private static func missedCycleStatus(_ state: ProcessState) -> [String: Any] {
     guard let gap = MissedCycle(packed: state.lastMissedCycle.load(ordering: .relaxed)) else { return [:] }
     let count = state.missedCycles.load(ordering: .relaxed)
-    return [
-      "last_missed_cycle": [
+    let fields = { (gap: MissedCycle) -> [String: Any] in
+      [
         "expected_frame_time": Int(gap.expectedFrameTime), "missing_frames": Int(gap.missingFrames),
         "number": Int(gap.number(countAfter: count)),
       ]
-    ]
+    }
+    // Only the gaps of the last `capacity` numbers (older slots were overwritten or are stale).
+    let recent = state.recentMissedCycles.gaps.filter {
+      let number = $0.number(countAfter: count)
+      return number <= count && number + UInt64(MissedCycleHistory.capacity) > count
+    }
+    .sorted { $0.number(countAfter: count) < $1.number(countAfter: count) }
+    return ["last_missed_cycle": fields(gap), "recent_missed_cycles": recent.map(fields)]
   }
 
   private func status(_ client: JackClient, _ state: ProcessState) -> [String: Any] {

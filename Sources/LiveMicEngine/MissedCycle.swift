@@ -1,3 +1,5 @@
+import Synchronization
+
 /// The most recent gap in the server's frame times that the audio thread saw (a cycle the
 /// server ran without LiveMic), packed into one word so a reader gets a consistent copy.
 ///
@@ -35,5 +37,43 @@ public struct MissedCycle: Equatable, Sendable {
   /// The full `missed_cycles` count at this gap, given a count read after it.
   public func number(countAfter: UInt64) -> UInt64 {
     countAfter &- UInt64(UInt16(truncatingIfNeeded: countAfter) &- numberLow16)
+  }
+}
+
+/// The last `capacity` missed cycles (`MissedCycle.packed`, slot = number mod capacity), so a
+/// reader can place each gap of a stretch, not only the latest. Written by the audio thread,
+/// read by anyone; a slot is one atomic word.
+public final class MissedCycleHistory: Sendable {
+  public static let capacity = 8
+  private let s0 = Atomic<UInt64>(0), s1 = Atomic<UInt64>(0), s2 = Atomic<UInt64>(0), s3 = Atomic<UInt64>(0)
+  private let s4 = Atomic<UInt64>(0), s5 = Atomic<UInt64>(0), s6 = Atomic<UInt64>(0), s7 = Atomic<UInt64>(0)
+
+  public init() {}
+
+  /// Stores `gap` in its slot.
+  /// - Realtime: safe
+  @inline(__always)
+  public func store(_ gap: MissedCycle) {
+    let value = gap.packed
+    switch Int(gap.numberLow16) % Self.capacity {
+    case 0: s0.store(value, ordering: .relaxed)
+    case 1: s1.store(value, ordering: .relaxed)
+    case 2: s2.store(value, ordering: .relaxed)
+    case 3: s3.store(value, ordering: .relaxed)
+    case 4: s4.store(value, ordering: .relaxed)
+    case 5: s5.store(value, ordering: .relaxed)
+    case 6: s6.store(value, ordering: .relaxed)
+    default: s7.store(value, ordering: .relaxed)
+    }
+  }
+
+  /// The gaps held now (any order). Thread: any.
+  public var gaps: [MissedCycle] {
+    let words = [
+      s0.load(ordering: .relaxed), s1.load(ordering: .relaxed), s2.load(ordering: .relaxed),
+      s3.load(ordering: .relaxed), s4.load(ordering: .relaxed), s5.load(ordering: .relaxed),
+      s6.load(ordering: .relaxed), s7.load(ordering: .relaxed),
+    ]
+    return words.compactMap { MissedCycle(packed: $0) }
   }
 }

@@ -87,6 +87,8 @@ public final class ProcessState: @unchecked Sendable {
   public let denormalsFlushed = Atomic<Bool>(false)
   /// The latest of those gaps (`MissedCycle.packed`; 0 before the first).
   public let lastMissedCycle = Atomic<UInt64>(0)
+  /// The last few of those gaps, each in its own slot.
+  public let recentMissedCycles = MissedCycleHistory()
   /// The client, for `jack_last_frame_time` (nil in tests that drive `process` by hand).
   private let client: OpaquePointer?
   /// The frame time the next cycle should start at (audio thread only); nil before the first.
@@ -241,6 +243,7 @@ public final class ProcessState: @unchecked Sendable {
       let gap = MissedCycle(
         numberLow16: UInt16(truncatingIfNeeded: count), expectedFrameTime: expected,
         missingFrames: missing > 0xFFFF ? 0xFFFF : UInt16(missing))
+      recentMissedCycles.store(gap)
       lastMissedCycle.store(gap.packed, ordering: .relaxed)
     }
     nextFrameTime = now &+ frames

@@ -53,6 +53,26 @@ import Testing
         == MissedCycle(numberLow16: 1, expectedFrameTime: 0, missingFrames: 0xFFFF))
   }
 
+  @Test("The recent missed cycles keep the last eight, each in its slot")
+  func recentMissedCycles() {
+    let state = ProcessState(chain: E.chain(), sampleRate: E.sampleRate)
+    let io = FakePorts()
+    var time: UInt32 = 1000
+    io.run(state, frames: 64, frameTime: time)
+    for _ in 0..<10 {
+      time += 64 + 128  // two periods missing each time
+      io.run(state, frames: 64, frameTime: time)
+    }
+    let count = state.missedCycles.load(ordering: .relaxed)
+    #expect(count == 10)
+    let gaps = state.recentMissedCycles.gaps.sorted {
+      $0.number(countAfter: count) < $1.number(countAfter: count)
+    }
+    #expect(gaps.map { $0.number(countAfter: count) } == Array(3...10), "\(gaps)")
+    #expect(gaps.allSatisfy { $0.missingFrames == 128 })
+    #expect(gaps.last?.expectedFrameTime == time - 128)
+  }
+
   @Test("process does nothing on a state without ports")
   func noPorts() {
     let state = ProcessState(chain: E.chain(), sampleRate: E.sampleRate)

@@ -129,25 +129,28 @@ struct Witness {
   }
 
   /// Whether LiveMic's missed cycles between two readings spoil the stretch of capture frames
-  /// `start..<end`: any rise does, except a single missed cycle whose gap in the server's frame
-  /// times lies wholly outside the stretch's frame times (it happened while `ctl status` ran,
-  /// before or after the stretch). Nil when they do not.
+  /// `start..<end`: any rise does, except missed cycles whose gaps in the server's frame times
+  /// (`recent_missed_cycles`: each one located) all lie wholly outside the stretch's frame
+  /// times (they happened while `ctl status` ran, before or after the stretch). A gap that
+  /// cannot be located (more than the history holds) spoils it. Nil when they do not.
   func missedCyclesSpoil(before: MissedCycles, after: MissedCycles, from start: Int, to end: Int) -> String? {
     let risen = after.count - before.count
     guard risen > 0 else { return nil }
     let spoilt = "LiveMic missed \(risen) cycles"
-    guard missedCyclesOnCaptureClock, risen == 1, let gap = after.last, gap.number == after.count else {
-      return spoilt
-    }
+    guard missedCyclesOnCaptureClock else { return spoilt }
     let times = capture.recording(channel: 0, from: start, to: end).times
     guard let first = times.first, let last = times.last else { return spoilt }
-    // Frame times relative to the stretch's first (they wrap at 2³²).
-    let gapStart = gap.expectedFrameTime &- first
-    let gapEnd = gapStart &+ UInt32(gap.missingFrames)
     let stretch = last &- first
-    let before = Int32(bitPattern: gapEnd) <= 0
-    let after = Int32(bitPattern: gapStart) > Int32(bitPattern: stretch)
-    return before || after ? nil : spoilt
+    for number in (before.count + 1)...after.count {
+      guard let gap = after.recent.first(where: { $0.number == number }) else { return spoilt }
+      // Frame times relative to the stretch's first (they wrap at 2³²).
+      let gapStart = gap.expectedFrameTime &- first
+      let gapEnd = gapStart &+ UInt32(gap.missingFrames)
+      let wholeBefore = Int32(bitPattern: gapEnd) <= 0
+      let wholeAfter = Int32(bitPattern: gapStart) > Int32(bitPattern: stretch)
+      if !(wholeBefore || wholeAfter) { return spoilt }
+    }
+    return nil
   }
 
   /// Records `frames` more frames and returns exactly that stretch of `channels` with the
@@ -245,27 +248,28 @@ extension Witness {
       let object = try? JSONSerialization.jsonObject(with: Data(answer.stdout.utf8)) as? [String: Any],
       let count = (object["missed_cycles"] as? NSNumber)?.intValue
     else { return nil }
-    var last: MissedCycles.Gap?
-    if let gap = object["last_missed_cycle"] as? [String: Any],
-      let time = (gap["expected_frame_time"] as? NSNumber)?.uint32Value,
-      let missing = (gap["missing_frames"] as? NSNumber)?.intValue,
-      let number = (gap["number"] as? NSNumber)?.intValue
-    {
-      last = .init(expectedFrameTime: time, missingFrames: missing, number: number)
+    let gap = { (fields: [String: Any]) -> MissedCycles.Gap? in
+      guard let time = (fields["expected_frame_time"] as? NSNumber)?.uint32Value,
+        let missing = (fields["missing_frames"] as? NSNumber)?.intValue,
+        let number = (fields["number"] as? NSNumber)?.intValue
+      else { return nil }
+      return .init(expectedFrameTime: time, missingFrames: missing, number: number)
     }
-    return MissedCycles(count: count, last: last)
+    let recent = (object["recent_missed_cycles"] as? [[String: Any]] ?? []).compactMap(gap)
+    return MissedCycles(count: count, recent: recent)
   }
 }
 
 /// LiveMic's `missed_cycles` as `ctl status` reports it, with its latest gap.
 struct MissedCycles {
-  /// The latest missed cycle: the server frame time it should have started at, the frames
-  /// missing, and its number in the count.
+  /// A missed cycle: the server frame time it should have started at, the frames missing, and
+  /// its number in the count.
   struct Gap {
     var expectedFrameTime: UInt32
     var missingFrames: Int
     var number: Int
   }
   var count: Int
-  var last: Gap?
+  /// The last few missed cycles (`recent_missed_cycles`), each located.
+  var recent: [Gap]
 }
