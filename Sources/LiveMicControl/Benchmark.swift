@@ -1,6 +1,7 @@
 import CSndfile
 import DSP
 import Foundation
+import LiveMicEngine
 
 /// What `livemic bench` was asked to do.
 ///
@@ -71,10 +72,37 @@ public enum Benchmark {
         "| \(name) | " + String(format: "%.2f", secondsPerSample * 1e9) + " | "
         + String(format: "%.0f×", rtf) + " |\n"
     }
+    text += "\n" + denormalRows()
     guard options.compareWithSox else { return text }
     text +=
       "\n"
       + (try compareWithSox(seconds: options.seconds, chainSeconds: chainSeconds, left: left, right: right))
+    return text
+  }
+
+  /// What a decaying tail costs against silence in code with no denormal guard (as a hosted
+  /// plugin's may be), with and without the flush-to-zero mode LiveMic's process thread runs in.
+  static func denormalRows() -> String {
+    let cost = DenormalCost()
+    var text =
+      "Denormals: an unguarded bank of \(cost.filters) one-pole filters (as a plugin's may be), "
+      + "cycles of \(cost.frames) frames, the fastest of \(cost.trials) of each\n\n"
+    text +=
+      "| floating-point mode | silence (µs per cycle) | decaying tail (µs per cycle) | tail / silence |\n"
+    text += "|---|---:|---:|---:|\n"
+    for (label, flushed) in [
+      ("IEEE subnormals (a thread's default)", false),
+      ("flush-to-zero + denormals-are-zero (LiveMic's process thread)", true),
+    ] {
+      guard let figures = cost.measure(flushed: flushed) else {
+        text += "| \(label) | — | — | not available on this CPU |\n"
+        continue
+      }
+      text +=
+        "| \(label) | " + String(format: "%.1f", figures.silenceNanoseconds / 1000) + " | "
+        + String(format: "%.1f", figures.tailNanoseconds / 1000) + " | "
+        + String(format: "%.2f×", figures.ratio) + " |\n"
+    }
     return text
   }
 

@@ -143,9 +143,11 @@ let benchHelp = """
   USAGE: livemic bench [--seconds N] [--no-sox]
 
   Processes N seconds (default 60) of stereo 48 kHz audio through each unit and the whole
-  voice chain and prints ns per sample and the real-time factor; then times sox running the
-  equivalent chain (highpass, bass, treble, compand, reverb, gain) on the same audio, in the
-  same run, and prints the ratio.
+  voice chain and prints ns per sample and the real-time factor; then what a decaying tail
+  costs against silence in code with no denormal guard, with and without the flush-to-zero
+  mode of LiveMic's process thread; then times sox running the equivalent chain (highpass,
+  bass, treble, compand, reverb, gain) on the same audio, in the same run, and prints the
+  ratio.
 
   EXAMPLES
     livemic bench

@@ -6,9 +6,10 @@ extension EndToEnd {
   @Suite("Live audio on a real JACK server", .serialized)
   struct LiveAudioTests {
     /// Starts a server, a generator and a three-input capture (in_1: the generator directly,
-    /// in_2/in_3: LiveMic's outputs), then LiveMic with `arguments`.
+    /// in_2/in_3: LiveMic's outputs), then LiveMic with `arguments`; at `JackServer.takePeriod`
+    /// unless the test chooses another period.
     static func rig(
-      _ arguments: [String], signal: TestSignal, period: Int = 64, guardOutput: URL? = nil,
+      _ arguments: [String], signal: TestSignal, period: Int = JackServer.takePeriod, guardOutput: URL? = nil,
       environment: [String: String] = [:]
     ) throws -> (JackServer, TestClient, TestClient, LiveMicProcess) {
       let server = try JackServer(period: period)

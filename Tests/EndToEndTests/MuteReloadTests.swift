@@ -27,7 +27,7 @@ extension EndToEnd {
       ]
       let signal = TestSignal.sine(frequencyHz: 500, amplitude: 0.2)
       // The rig's, with a capture that holds the whole test (120 s).
-      let server = try JackServer(period: 64)
+      let server = try JackServer(period: JackServer.takePeriod)
       let generator = try TestClient(name: "lmgen", server: server.name, signal: signal, captureChannels: 0)
       let capture = try TestClient(
         name: "lmcap", server: server.name, signal: nil, captureChannels: 3, seconds: 120)

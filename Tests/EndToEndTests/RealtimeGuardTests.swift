@@ -12,7 +12,8 @@ extension EndToEnd {
       defer { try? FileManager.default.removeItem(at: folder) }
       let counters = folder.appendingPathComponent("rtguard.txt")
       let (server, generator, capture, livemic) = try LiveAudioTests.rig(
-        ["-p", "voice"], signal: .sine(frequencyHz: 220, amplitude: 0.3), guardOutput: counters)
+        ["-p", "voice"], signal: .sine(frequencyHz: 220, amplitude: 0.3), period: 64,
+        guardOutput: counters)
       func cycles() -> Int { Int(RealtimeGuard.counters(counters)["cycles"] ?? "0") ?? 0 }
       #expect(waitUntil(seconds: 20) { cycles() >= 2000 }, "only \(cycles()) cycles")
       RealtimeGuard.expectNothingCounted(counters)
@@ -53,7 +54,8 @@ extension EndToEnd {
       defer { try? FileManager.default.removeItem(at: folder) }
       let counters = folder.appendingPathComponent("rtguard.txt")
       let (server, generator, capture, livemic) = try LiveAudioTests.rig(
-        ["-p", try Self.everyVoiceUnitPreset(in: folder)], signal: .frameCode, guardOutput: counters)
+        ["-p", try Self.everyVoiceUnitPreset(in: folder)], signal: .frameCode, period: 64,
+        guardOutput: counters)
       func cycles() -> Int { Int(RealtimeGuard.counters(counters)["cycles"] ?? "0") ?? 0 }
       #expect(
         livemic.log.contains("+ 960 (chain) +"), "aec and denoise declare 480 frames each: \(livemic.log)")

@@ -20,7 +20,7 @@ extension EndToEnd {
       let folder = Paths.temporaryFolder("reconnect")
       defer { try? FileManager.default.removeItem(at: folder) }
       let counters = folder.appendingPathComponent("rtguard.txt")
-      let server = try JackServer(period: 64)
+      let server = try JackServer(period: JackServer.takePeriod)
       let livemic = try LiveMicProcess(
         [
           "-s", server.name, "-n", "lmre", "-p", "flat", "--connect-in", "lmgen:out",
@@ -67,7 +67,7 @@ extension EndToEnd {
         capture.close()
         if round < 10 {
           // A fresh log marker per round: count reconnections by clearing what was seen.
-          try server.killAndRestart()
+          try server.killAndRestart(period: JackServer.takePeriod)
           #expect(
             waitUntil(seconds: 10) {
               livemic.log.components(separatedBy: "reconnected to").count - 1 == round + 1

@@ -111,7 +111,7 @@ extension EndToEnd {
       defer { try? FileManager.default.removeItem(at: folder) }
       let env = ["XDG_RUNTIME_DIR": folder.path]
       let file = folder.appendingPathComponent("events.jsonl")
-      let server = try JackServer(period: 64)
+      let server = try JackServer(period: JackServer.takePeriod)
       let signal = TestSignal.sine(frequencyHz: 480, amplitude: 0.3)
       let generator = try TestClient(name: "lmgen", server: server.name, signal: signal, captureChannels: 0)
       func speaker(_ name: String) throws -> TestClient {

@@ -1,6 +1,7 @@
 import CJack
 import DSP
 import Foundation
+import LiveMicEngine
 import Testing
 
 /// The process thread's flush-to-zero and denormals-are-zero (`livemic_flush_denormals`, set in
@@ -39,5 +40,33 @@ import Testing
     while !thread.isFinished { usleep(1000) }
     let notes = result.withLock { $0 }
     #expect(notes.filter { !$0.hasPrefix("already") }.isEmpty, "\(notes)")
+  }
+
+  /// The cost of the mode's absence, and that the mode removes it: an unguarded filter bank
+  /// (`DenormalCost`: 64 one-poles, cycles of 256 frames, the fastest of 200 of each) on a
+  /// decaying tail against silence. Fastest cycles are compared, so a preempted cycle cannot
+  /// decide it; `livemic bench` prints the same figures from the release build.
+  @Test("With the mode set, a decaying tail costs no more per cycle than silence")
+  func tailCostsNoMoreThanSilence() throws {
+    let cost = DenormalCost()
+    let on = try #require(cost.measure(flushed: true), "flush-to-zero cannot be set on this CPU")
+    let off = try #require(cost.measure(flushed: false), "a new thread already had flush-to-zero set")
+    print(
+      "[measured] unguarded filter bank, fastest cycle: mode off: silence "
+        + String(
+          format: "%.1f µs, tail %.1f µs (%.1f×)", off.silenceNanoseconds / 1000, off.tailNanoseconds / 1000,
+          off.ratio)
+        + "; mode on: silence "
+        + String(
+          format: "%.1f µs, tail %.1f µs (%.2f×)", on.silenceNanoseconds / 1000, on.tailNanoseconds / 1000,
+          on.ratio))
+    // The tail is a denormal tail without the mode (every state subnormal), zero with it.
+    #expect(off.tailWasSubnormal, "the measured cycle's states were not all subnormal without the mode")
+    #expect(!on.tailWasSubnormal)
+    // No more than silence: the same arithmetic on zeros, within a quarter (and 2 µs).
+    #expect(
+      on.tailNanoseconds <= 1.25 * on.silenceNanoseconds + 2000,
+      "with the mode, a tail cycle took \(on.tailNanoseconds) ns against \(on.silenceNanoseconds) ns of silence"
+    )
   }
 }
