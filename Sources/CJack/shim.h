@@ -47,6 +47,23 @@ static inline int livemic_flush_denormals(void) {
 #endif
 }
 
+/// Clears flush-to-zero and denormals-are-zero on the calling thread (IEEE subnormals, a
+/// thread's default): for measurements and tests that need them off, since a new thread
+/// inherits the mode of the thread that created it.
+static inline void livemic_keep_denormals(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned int csr;
+  __asm__ volatile("stmxcsr %0" : "=m"(csr));
+  csr &= ~0x8040u;
+  __asm__ volatile("ldmxcsr %0" : : "m"(csr));
+#elif defined(__aarch64__)
+  unsigned long fpcr;
+  __asm__ volatile("mrs %0, fpcr" : "=r"(fpcr));
+  fpcr &= ~(1ul << 24);
+  __asm__ volatile("msr fpcr, %0" : : "r"(fpcr));
+#endif
+}
+
 /// Whether flush-to-zero and denormals-are-zero are set on the calling thread.
 static inline int livemic_denormals_flushed(void) {
 #if defined(__x86_64__) || defined(__i386__)

@@ -12,8 +12,10 @@ public struct BiquadCoefficients: Sendable, Equatable {
   public var a1: Float = 0
   public var a2: Float = 0
 
+  /// - Realtime: safe
   public init() {}
 
+  /// - Realtime: safe
   init(b0: Double, b1: Double, b2: Double, a0: Double, a1: Double, a2: Double) {
     self.b0 = Float(b0 / a0)
     self.b1 = Float(b1 / a0)
@@ -118,6 +120,7 @@ public struct StereoBiquad {
   private var lx1: Float = 0, lx2: Float = 0, ly1: Float = 0, ly2: Float = 0
   private var rx1: Float = 0, rx2: Float = 0, ry1: Float = 0, ry2: Float = 0
 
+  /// - Realtime: safe
   public init() {}
 
   /// - Realtime: safe

@@ -7,6 +7,7 @@ public struct StereoBlock {
   public let right: UnsafeMutablePointer<Float>
   public let frames: Int
 
+  /// - Realtime: safe
   @inline(__always)
   public init(left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>, frames: Int) {
     self.left = left
@@ -24,6 +25,7 @@ public struct ParameterValues {
   @usableFromInline let previousValues: UnsafePointer<Float>
   @usableFromInline let currentValues: UnsafePointer<Float>
 
+  /// - Realtime: safe
   @inline(__always)
   public init(previous: UnsafePointer<Float>, current: UnsafePointer<Float>) {
     previousValues = previous

@@ -159,10 +159,8 @@ public final class UnitStage<Unit: VoiceUnit>: UnitStageBase, ChainStage {
         current[i] = target
       }
     }
-    for k in 0..<outputCount {
-      let i = outputs[k]
-      targets.set(first &+ i, unit.pointee.outputValue(i))
-    }
+    // The unit's outputs (meters) are published once, after it ran: bypassed, it does not run
+    // and they keep the values published last.
     let bypassTarget: Float = targets.value(first &+ n) >= 0.5 ? 1 : 0
     let mix = fade.pointee.mix
     if mix == bypassTarget {

@@ -76,7 +76,6 @@ public final class PluginStage: ChainStage, @unchecked Sendable {
   let bypassStep: Float
   let sequenceType: UInt32
   let chunkType: UInt32
-  let hasWorker: [Bool]
   /// The same storage as flat pointers, for the audio thread (no array access, no retains).
   let rt: RealtimeView
   private let otherBuffers: [UnsafeMutablePointer<Float>]
@@ -264,7 +263,6 @@ public final class PluginStage: ChainStage, @unchecked Sendable {
       }
       lilv_instance_activate(instance)
     }
-    hasWorker = workers
     rt = RealtimeView(
       instances: instances, workers: zip(features, workers).map { $1 ? $0.worker : nil }, controls: controls,
       audioIn: audioIn, audioOut: audioOut, atomIn: atomIn, atomOut: atomOut,
@@ -322,6 +320,7 @@ public final class PluginStage: ChainStage, @unchecked Sendable {
   public func prepare(sampleRate: Double, maxFrames: Int) {}
 
   /// Plugins keep their own state; there is nothing to clear without re-activating.
+  /// - Realtime: safe
   public func reset() {}
 
   /// The latency the plugin reports on its `lv2:latency` output, in frames (as of its last

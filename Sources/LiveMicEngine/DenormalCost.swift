@@ -34,14 +34,18 @@ public struct DenormalCost: Sendable {
 
   public init() {}
 
-  /// Measures with the mode set (`flushed` true: as on LiveMic's process thread) or not, on a
-  /// new thread. Nil when the mode cannot be set on this CPU.
+  /// Measures with the mode set (`flushed` true: as on LiveMic's process thread) or cleared, on
+  /// a new thread. Nil when the mode cannot be set or cleared on this CPU.
   public func measure(flushed: Bool) -> Figures? {
     let result = Mutex<Figures?>(nil)
     let run = self
     let thread = Thread {
       if flushed && livemic_flush_denormals() != 1 { return }
-      if !flushed && livemic_denormals_flushed() != 0 { return }
+      // A new thread inherits its creator's mode (a test thread may have run a cycle).
+      if !flushed {
+        livemic_keep_denormals()
+        if livemic_denormals_flushed() != 0 { return }
+      }
       let figures = run.figures()
       result.withLock { $0 = figures }
     }

@@ -13,6 +13,7 @@ public struct MissedCycle: Equatable, Sendable {
   /// Frames missing before the cycle that saw the gap, at most 65535 (longer gaps saturate).
   public var missingFrames: UInt16
 
+  /// - Realtime: safe
   public init(numberLow16: UInt16, expectedFrameTime: UInt32, missingFrames: UInt16) {
     self.numberLow16 = numberLow16
     self.expectedFrameTime = expectedFrameTime

@@ -57,10 +57,8 @@ public final class ProcessState: @unchecked Sendable {
     var midiIn: OpaquePointer?
   }
 
-  // Ports, registered before activation and never changed while active (empty without ports).
-  let inputs: [OpaquePointer]
-  let outputs: [OpaquePointer]
-  /// Nil for a state driven through `run` by hand (tests); `process` then does nothing.
+  /// The ports, registered before activation and never changed while active; nil for a state
+  /// driven through `run` by hand (tests): `process` then does nothing.
   private let ports: Ports?
   /// Mixes and ducks the music bed.
   let music: MusicMixer
@@ -140,25 +138,17 @@ public final class ProcessState: @unchecked Sendable {
       input1: inputs[0], input2: inputs.count > 1 ? inputs[1] : nil, output1: outputs[0],
       output2: outputs[1], music1: musicInputs.first, music2: musicInputs.last,
       monitor1: monitorOutputs.first, monitor2: monitorOutputs.last, midiIn: midiIn)
-    self.init(
-      ports: ports, inputs: inputs, outputs: outputs, chain: chain, sampleRate: sampleRate, taps: taps,
-      client: client)
+    self.init(ports: ports, chain: chain, sampleRate: sampleRate, taps: taps, client: client)
   }
 
   /// A state with no ports and no client, driven by calling `run` with the caller's buffers
   /// (tests); `process` does nothing on it.
   convenience init(chain: VoiceChain, sampleRate: Double, taps: TapTable = TapTable()) {
-    self.init(
-      ports: nil, inputs: [], outputs: [], chain: chain, sampleRate: sampleRate, taps: taps, client: nil)
+    self.init(ports: nil, chain: chain, sampleRate: sampleRate, taps: taps, client: nil)
   }
 
-  private init(
-    ports: Ports?, inputs: [OpaquePointer], outputs: [OpaquePointer], chain: VoiceChain,
-    sampleRate: Double, taps: TapTable, client: OpaquePointer?
-  ) {
+  private init(ports: Ports?, chain: VoiceChain, sampleRate: Double, taps: TapTable, client: OpaquePointer?) {
     self.ports = ports
-    self.inputs = inputs
-    self.outputs = outputs
     self.client = client
     self.taps = taps
     monitor = MonitorMixer(sampleRate: sampleRate)

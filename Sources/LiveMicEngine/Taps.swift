@@ -84,6 +84,7 @@ public final class TapConsumer: @unchecked Sendable {
     return ring
   }
 
+  /// - Realtime: safe
   private static func capacity(of ring: Ring) -> Int { (ring.pointee.size - 1) / bytesPerFrame }
 
   deinit {

@@ -36,6 +36,7 @@ public struct NoiseGate: VoiceUnit {
     (openLevel, closeLevel, floor, attack, release) = (Derived(), Derived(), Derived(), Derived(), Derived())
   }
 
+  /// - Realtime: safe
   public mutating func reset() {
     envelope = 0
     gain = 1
@@ -111,6 +112,7 @@ public struct Compressor: VoiceUnit {
     (attack, release, quietLevel) = (Derived(), Derived(), Derived())
   }
 
+  /// - Realtime: safe
   public mutating func reset() { reductionDecibels = 0 }
 
   /// - Realtime: safe
@@ -248,6 +250,7 @@ public struct Limiter: VoiceUnit {
     (ceiling, release) = (Derived(), Derived())
   }
 
+  /// - Realtime: safe
   public mutating func reset() {
     gain = 1
     shownReductionDecibels = 0

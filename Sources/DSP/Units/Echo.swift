@@ -29,6 +29,7 @@ public struct Echo: VoiceUnit {
     write = 0
   }
 
+  /// - Realtime: safe
   public mutating func reset() {
     for i in 0..<line.count { line[i] = 0 }
   }

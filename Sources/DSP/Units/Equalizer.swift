@@ -33,22 +33,26 @@ public struct Equalizer: VoiceUnit {
     updateTreble(p)
   }
 
+  /// - Realtime: safe
   public mutating func reset() {
     bass.reset()
     mid.reset()
     treble.reset()
   }
 
+  /// - Realtime: safe
   private mutating func updateBass(_ p: ParameterValues) {
     bass.coefficients = .lowShelf(
       frequencyHz: Double(p.current(1)), slope: Double(p.current(7)),
       gainDecibels: Double(p.current(0)), sampleRate: sampleRate)
   }
+  /// - Realtime: safe
   private mutating func updateMid(_ p: ParameterValues) {
     mid.coefficients = .peaking(
       frequencyHz: Double(p.current(3)), q: Double(p.current(4)),
       gainDecibels: Double(p.current(2)), sampleRate: sampleRate)
   }
+  /// - Realtime: safe
   private mutating func updateTreble(_ p: ParameterValues) {
     treble.coefficients = .highShelf(
       frequencyHz: Double(p.current(6)), slope: Double(p.current(7)),

@@ -38,6 +38,7 @@ public struct InputGain: VoiceUnit {
 
   public init() {}
   public mutating func prepare(sampleRate: Double, maxFrames: Int, parameters: ParameterValues) {}
+  /// - Realtime: safe
   public mutating func reset() {}
 
   /// - Realtime: safe
@@ -59,6 +60,7 @@ public struct OutputVolume: VoiceUnit {
   ]
   public init() {}
   public mutating func prepare(sampleRate: Double, maxFrames: Int, parameters: ParameterValues) {}
+  /// - Realtime: safe
   public mutating func reset() {}
 
   /// - Realtime: safe

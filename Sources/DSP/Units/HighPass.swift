@@ -27,11 +27,13 @@ public struct HighPass: VoiceUnit {
     update(p)
   }
 
+  /// - Realtime: safe
   public mutating func reset() {
     first.reset()
     second.reset()
   }
 
+  /// - Realtime: safe
   private mutating func update(_ p: ParameterValues) {
     let hz = Double(p.current(0))
     let wasFourth = fourthOrder

@@ -31,6 +31,7 @@ public struct MusicBed: VoiceUnit {
 
   public init() {}
   public mutating func prepare(sampleRate: Double, maxFrames: Int, parameters: ParameterValues) {}
+  /// - Realtime: safe
   public mutating func reset() {}
 
   /// The voice passes unchanged.
@@ -66,6 +67,7 @@ public struct MonitorMix: VoiceUnit {
 
   public init() {}
   public mutating func prepare(sampleRate: Double, maxFrames: Int, parameters: ParameterValues) {}
+  /// - Realtime: safe
   public mutating func reset() {}
 
   /// The voice passes unchanged.

@@ -53,6 +53,7 @@ public struct Reverb: VoiceUnit {
     memory = [Float](repeating: 0, count: total + 3 * maxFrames)
   }
 
+  /// - Realtime: safe
   public mutating func reset() {
     for i in 0..<memory.count { memory[i] = 0 }
     // Positions back to the start too, so a reset chain runs exactly as a fresh one.
