@@ -146,12 +146,12 @@ extension LV2HostStressTests {
 
     @Test("a million requests cross the request ring, none lost or torn")
     func requestRing() {
+      // No time limit (a test checks correctness, not speed: under --load this took 7 to 32 s):
+      // a stall fails through the consumer's deadline of 5 s per 4096 messages.
       let worker = PluginWorker()
-      let start = Stress.now()
       let outcome = stress(worker.requests, count: Self.count)
       #expect(outcome.failure == nil)
       #expect(outcome.received == Self.count)
-      #expect(Stress.now() - start < 30)
     }
 
     @Test("a million responses cross the response ring, none lost or torn")
