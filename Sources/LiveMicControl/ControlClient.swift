@@ -224,9 +224,19 @@ public final class ControlConnection: @unchecked Sendable {
       sent += n
     }
     while let response = readLine() {
-      if !response.hasPrefix("{\"stream\"") { return response }
+      if !Self.isStreamLine(response) { return response }
     }
     throw .connection("LiveMic closed the connection without answering")
+  }
+
+  /// Whether `line` is a subscription's stream line (its `stream` is a string: `meters`,
+  /// `event`), not an answer (a status answer has a `stream` object). A meters line that
+  /// arrived before the answer to `subscribe` was once taken for it: "refused the subscription".
+  static func isStreamLine(_ line: String) -> Bool {
+    guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
+      return false
+    }
+    return object["stream"] is String
   }
 
   /// The next line from LiveMic, or nil once it closed the connection.

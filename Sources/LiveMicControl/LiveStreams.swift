@@ -90,9 +90,19 @@ extension LiveSession {
     else { return }
     let reading = readMeters(state)
     if control?.hasSubscribers("meters") ?? false {
-      control?.broadcast("meters", Self.encode(["stream": "meters"].merging(reading.fields) { a, _ in a }))
+      control?.broadcast("meters", Self.meterStreamLine(reading.fields))
     }
     if osc?.hasSubscribers("meters") ?? false { osc?.sendMeters(reading.oscValues) }
+  }
+
+  /// A meters stream line: `{"stream":"meters",` first, as the protocol promises (sorted keys
+  /// would put `stream` after the meters, and a client waiting for an answer must tell the two
+  /// apart).
+  static func meterStreamLine(_ fields: [String: Any]) -> String {
+    var rest = fields
+    rest["stream"] = nil
+    let body = encode(rest)
+    return rest.isEmpty ? "{\"stream\":\"meters\"}" : "{\"stream\":\"meters\"," + body.dropFirst()
   }
 
   /// Hands an event line (as written to `--events`) to the subscribers.

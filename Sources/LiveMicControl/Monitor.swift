@@ -38,10 +38,9 @@ public enum Monitor {
   public static func run(name: String) throws(ControlClientError) -> Int32 {
     let commands = try ControlConnection(name: name)
     let stream = try ControlConnection(name: name)
-    guard ControlClient.human(try stream.request(["cmd": "subscribe", "topics": ["meters", "events"]])).ok
-    else {
-      throw .connection("LiveMic '\(name)' refused the subscription")
-    }
+    let (subscribed, reason) = ControlClient.human(
+      try stream.request(["cmd": "subscribe", "topics": ["meters", "events"]]))
+    guard subscribed else { throw .connection("LiveMic '\(name)' refused the subscription: \(reason)") }
     let view = Store()
     let reader = Thread {
       while let line = stream.readLine() {

@@ -165,17 +165,17 @@ extension EndToEnd {
         try runLiveMic(["ctl", "-n", "lmclient", "--json"] + words, environment: env)
       }
       usleep(1_500_000)
-      keys.fileHandleForWriting.write(Data("m".utf8))
+      try keys.fileHandleForWriting.write(contentsOf: Data("m".utf8))
       usleep(500_000)
       #expect(try ctl(["status"]).stdout.contains("\"muted\":true"))
-      keys.fileHandleForWriting.write(Data("u-".utf8))
+      try keys.fileHandleForWriting.write(contentsOf: Data("u-".utf8))
       usleep(500_000)
       let status = try ctl(["status"]).stdout
       #expect(status.contains("\"muted\":false"), "\(status)")
       let volume = jsonObject(try ctl(["get", "output.volume"]).stdout)["values"] as? [String: Double] ?? [:]
       // The voice preset's 0.3, 1 dB down.
       #expect(abs((volume["output.volume"] ?? 0) - 0.3 / pow(10, 1.0 / 20)) < 1e-4, "\(volume)")
-      keys.fileHandleForWriting.write(Data("q".utf8))
+      try keys.fileHandleForWriting.write(contentsOf: Data("q".utf8))
       let screen = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
       process.waitUntilExit()
       #expect(process.terminationStatus == 0)
