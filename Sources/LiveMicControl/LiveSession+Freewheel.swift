@@ -18,16 +18,24 @@ extension LiveSession {
     var on = false
     /// When the current freewheel was seen to start.
     var since = DispatchTime.now()
-    /// Each tap consumer's dropped frames when it started.
+    /// Each tap consumer's dropped frames at the last wake that saw no freewheel: the graph
+    /// runs hundreds of times real time, so a ring can overflow between the start and the wake
+    /// that sees it, and those drops are the freewheel's too.
     var droppedAtStart: [ObjectIdentifier: UInt64] = [:]
   }
 
   /// Reports the starts and stops noted since the last call, in turn (when more came in
   /// between, the last start and stop), and sets the writers' pace.
   func followFreewheel(_ watch: inout FreewheelWatch, _ events: EngineEvents) {
+    // Counted before the notifications are read: a start after this count is seen at the next
+    // wake, with this count as its baseline.
+    let baseline = watch.on ? nil : dropCounts
     if !watch.on { freeLeftRings() }
     let changes = events.freewheelChanges.load(ordering: .acquiring)
-    guard changes != watch.changesSeen else { return }
+    guard changes != watch.changesSeen else {
+      if let baseline { watch.droppedAtStart = baseline }
+      return
+    }
     let steps = (changes &- watch.changesSeen) % 2 == 1 ? 1 : 2
     watch.changesSeen = changes
     for _ in 0..<steps { report(freewheel: &watch, on: !watch.on, events) }
@@ -56,6 +64,11 @@ extension LiveSession {
     }
   }
 
+  /// Each tap consumer's dropped frames now (the baseline of a `FreewheelWatch`).
+  var dropCounts: [ObjectIdentifier: UInt64] {
+    Dictionary(consumerDrops.map { ($0.id, $0.dropped) }) { a, _ in a }
+  }
+
   /// Gives `consumer` the freewheel ring (`on`) or its own size back; the rings it leaves are
   /// freed once the writer has read them out (`freeLeftRings`, every wake).
   func sizeRing(_ consumer: TapConsumer, freewheeling on: Bool) {
@@ -80,7 +93,6 @@ extension LiveSession {
     paceWriters(freewheeling: on)
     if on {
       watch.since = .now()
-      watch.droppedAtStart = Dictionary(consumerDrops.map { ($0.id, $0.dropped) }) { a, _ in a }
       Log.info("JACK is freewheeling (running the graph as fast as it can); the writers keep up every 1 ms")
       stream.emit("freewheel", ["on": .bool(true)])
       return
@@ -113,5 +125,7 @@ extension LiveSession {
         "seconds": .double(seconds),
         "dropped_frames": .int(Int(dropped)), "loudness_dropped_frames": .int(Int(loudnessDropped)),
       ])
+    // A start reported in the same wake counts from here.
+    watch.droppedAtStart = dropCounts
   }
 }

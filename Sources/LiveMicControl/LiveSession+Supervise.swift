@@ -130,7 +130,7 @@ extension LiveSession {
     var lastXrunReport = DispatchTime(uptimeNanoseconds: 0)
     var bufferFrames = events.bufferFrames.load(ordering: .relaxed)
     var sampleRate = events.sampleRate.load(ordering: .relaxed)
-    var freewheel = FreewheelWatch()
+    var freewheel = FreewheelWatch(droppedAtStart: dropCounts)
     // A server that went away freewheeling leaves the writers at their real-time pace.
     defer { if freewheel.on { paceWriters(freewheeling: false) } }
     var nextLivenessProbe = DispatchTime.now()
