@@ -55,6 +55,11 @@ final class TestClient: @unchecked Sendable {
   let cycles = Atomic<Int>(0)
   /// Xruns the server reported while this client was active (any client's).
   let xruns = Atomic<Int>(0)
+  /// Cycles the server ran without this client: gaps in the frame times of its process calls
+  /// (PipeWire's libjack reports no xrun for them).
+  let missedCycles = Atomic<Int>(0)
+  /// The frame time the next cycle should start at (the process thread's own).
+  private var nextFrameTime: jack_nframes_t?
   /// Set to make the process callback sleep this long (µs) each cycle, to cause xruns.
   let sleepMicroseconds = Atomic<Int>(0)
 
@@ -153,6 +158,8 @@ final class TestClient: @unchecked Sendable {
   private func process(_ frames: jack_nframes_t) -> Int32 {
     let t = jack_last_frame_time(handle)
     let n = Int(frames)
+    if let expected = nextFrameTime, t != expected { missedCycles.add(1, ordering: .relaxed) }
+    nextFrameTime = t &+ frames
     if let midiPort, let buffer = jack_port_get_buffer(midiPort, frames) {
       jack_midi_clear_buffer(buffer)
       let message = pendingMidi.exchange(0, ordering: .acquiringAndReleasing)
