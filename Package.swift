@@ -28,11 +28,28 @@ let package = Package(
     // The LV2 host (part of the engine/host layer): plugin discovery, instances, host features.
     .target(name: "LV2Host", dependencies: ["DSP", "CLilv", "CLV2Support", "CJack"]),
 
-    // The supervisor/control layer: presets, offline rendering, benchmark. Never real-time.
-    .target(name: "LiveMicControl", dependencies: ["LiveMicEngine", "LV2Host", "DSP", "CSndfile", "CLo", "CEbur128"]),
+    // Presets: the preset model, library and writer, processing modes, the chain a run asks for
+    // and the chain builder, JSON values. No JACK client, no engine.
+    .target(name: "LiveMicPresets", dependencies: ["DSP", "LV2Host"]),
 
-    // Argument parsing and wiring only.
-    .executableTarget(name: "livemic", dependencies: ["LiveMicControl"]),
+    // Offline tools: render, response plot, benchmark, loudness analysis. No JACK client, no
+    // engine.
+    .target(
+      name: "LiveMicOffline", dependencies: ["LiveMicPresets", "DSP", "LV2Host", "CSndfile", "CEbur128"]),
+
+    // The supervisor/control layer, never real-time: the session and its state (Session/), the
+    // control socket, OSC, NSM and the event stream (Remote/), recordings, streams and the live
+    // loudness meter (Recording/).
+    .target(
+      name: "LiveMicControl",
+      dependencies: [
+        "LiveMicPresets", "LiveMicOffline", "LiveMicEngine", "LV2Host", "DSP", "CSndfile", "CLo",
+      ]),
+
+    // Argument parsing and wiring, and the CLI-only commands (`ctl`, `monitor`, references).
+    .executableTarget(
+      name: "livemic",
+      dependencies: ["LiveMicControl", "LiveMicPresets", "LiveMicOffline", "LiveMicEngine", "LV2Host", "DSP"]),
 
     .testTarget(name: "DSPTests", dependencies: ["DSP"]),
     // The engine offline: `ProcessState` driven with fake port buffers, no server; the rings and
@@ -40,7 +57,16 @@ let package = Package(
     .testTarget(name: "LiveMicEngineTests", dependencies: ["LiveMicEngine", "DSP", "CJack"]),
     // The LV2 host's rings (worker requests and responses, the log queue) under stress.
     .testTarget(name: "LV2HostTests", dependencies: ["LV2Host", "CLV2Support", "CJack"]),
-    .testTarget(name: "LiveMicControlTests", dependencies: ["LiveMicControl", "LV2Host", "DSP", "CEbur128", "CSndfile"]),
+    // Presets, offline tools and the supervisor's parts, without a server.
+    .testTarget(
+      name: "LiveMicControlTests",
+      dependencies: [
+        "LiveMicControl", "LiveMicPresets", "LiveMicOffline", "LiveMicEngine", "LV2Host", "DSP", "CEbur128",
+        "CSndfile",
+      ]),
+    // The command line's own parts: the control client, the references.
+    .testTarget(
+      name: "livemicTests", dependencies: ["livemic", "LiveMicControl", "LiveMicPresets", "LV2Host", "DSP"]),
     .testTarget(name: "EndToEndTests", dependencies: ["CJack", "CSndfile"]),
   ],
   swiftLanguageModes: [.v6]

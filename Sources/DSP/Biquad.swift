@@ -60,15 +60,24 @@ public struct BiquadCoefficients: Sendable, Equatable {
   public static func lowShelf(frequencyHz: Double, slope: Double, gainDecibels: Double, sampleRate: Double)
     -> Self
   {
-    let a = pow(10, gainDecibels / 40)
-    let w0 = 2 * Double.pi * min(frequencyHz, sampleRate * 0.49) / sampleRate
-    let alpha = sin(w0) / 2 * sqrt((a + 1 / a) * (1 / slope - 1) + 2)
-    let c = cos(w0)
-    let s = 2 * sqrt(a) * alpha
+    let (a, c, s) = shelf(
+      frequencyHz: frequencyHz, slope: slope, gainDecibels: gainDecibels, sampleRate: sampleRate)
     return Self(
       b0: a * ((a + 1) - (a - 1) * c + s), b1: 2 * a * ((a - 1) - (a + 1) * c),
       b2: a * ((a + 1) - (a - 1) * c - s), a0: (a + 1) + (a - 1) * c + s,
       a1: -2 * ((a - 1) + (a + 1) * c), a2: (a + 1) + (a - 1) * c - s)
+  }
+
+  /// The RBJ shelf terms both shelves share: A (the square root of the gain), cos ω0 and
+  /// 2·√A·α.
+  /// - Realtime: safe
+  private static func shelf(frequencyHz: Double, slope: Double, gainDecibels: Double, sampleRate: Double)
+    -> (a: Double, cosine: Double, s: Double)
+  {
+    let a = pow(10, gainDecibels / 40)
+    let w0 = 2 * Double.pi * min(frequencyHz, sampleRate * 0.49) / sampleRate
+    let alpha = sin(w0) / 2 * sqrt((a + 1 / a) * (1 / slope - 1) + 2)
+    return (a, cos(w0), 2 * sqrt(a) * alpha)
   }
 
   /// RBJ high shelf with shelf slope `slope`. Same formula as `sox treble`.
@@ -76,11 +85,8 @@ public struct BiquadCoefficients: Sendable, Equatable {
   public static func highShelf(frequencyHz: Double, slope: Double, gainDecibels: Double, sampleRate: Double)
     -> Self
   {
-    let a = pow(10, gainDecibels / 40)
-    let w0 = 2 * Double.pi * min(frequencyHz, sampleRate * 0.49) / sampleRate
-    let alpha = sin(w0) / 2 * sqrt((a + 1 / a) * (1 / slope - 1) + 2)
-    let c = cos(w0)
-    let s = 2 * sqrt(a) * alpha
+    let (a, c, s) = shelf(
+      frequencyHz: frequencyHz, slope: slope, gainDecibels: gainDecibels, sampleRate: sampleRate)
     return Self(
       b0: a * ((a + 1) + (a - 1) * c + s), b1: -2 * a * ((a - 1) + (a + 1) * c),
       b2: a * ((a + 1) + (a - 1) * c - s), a0: (a + 1) - (a - 1) * c + s,

@@ -20,7 +20,7 @@ public struct StageDescription: Sendable, Equatable {
 }
 
 /// Why a chain could not be built. Each message is one sentence.
-public enum ChainError: Error, Equatable, CustomStringConvertible {
+public enum ChainError: CodedError, Equatable {
   case unknownUnit(id: String, type: String)
   case unknownParameter(id: String, name: String, known: [String])
   case duplicateId(String)
@@ -37,6 +37,15 @@ public enum ChainError: Error, Equatable, CustomStringConvertible {
       return "stage id '\(id)' is used twice; give each stage its own id"
     case .invalidId(let id):
       return "stage id '\(id)' must be letters, digits, '_' or '-' and start with a letter"
+    }
+  }
+
+  public var code: String {
+    switch self {
+    case .unknownUnit: return "chain.unknown-unit"
+    case .unknownParameter: return "chain.unknown-parameter"
+    case .duplicateId: return "chain.duplicate-id"
+    case .invalidId: return "chain.invalid-id"
     }
   }
 }

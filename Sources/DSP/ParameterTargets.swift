@@ -5,7 +5,8 @@ import Synchronization
 ///
 /// Thread: `set` from any thread (one writer at a time per parameter), `value` from any thread.
 public final class ParameterTargets: @unchecked Sendable {
-  private let storage: UnsafeMutablePointer<Atomic<UInt32>>
+  /// Inlinable into the engine and the LV2 host: a read is one load, not a call.
+  @usableFromInline let storage: UnsafeMutablePointer<Atomic<UInt32>>
   /// How many parameters the chain has.
   public let count: Int
 
@@ -25,13 +26,14 @@ public final class ParameterTargets: @unchecked Sendable {
 
   /// Sets a target; the audio thread picks it up at its next sub-block.
   /// - Realtime: safe
+  @inlinable @inline(__always)
   public func set(_ index: Int, _ value: Float) {
     storage[index].store(value.bitPattern, ordering: .relaxed)
   }
 
   /// The current target.
   /// - Realtime: safe
-  @inline(__always)
+  @inlinable @inline(__always)
   public func value(_ index: Int) -> Float {
     Float(bitPattern: storage[index].load(ordering: .relaxed))
   }

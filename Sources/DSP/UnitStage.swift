@@ -2,22 +2,31 @@
   import Glibc
 #endif
 
-/// The audio-thread entry point of a built-in stage, as a non-generic class: a chain calls it
-/// through an unretained reference, where a call through `any ChainStage` would retain and
-/// release the stage around every sub-block.
+/// The audio-thread entry point of a stage, as a non-generic class: a chain calls it through
+/// an unretained reference, where a call through `any ChainStage` would retain and release the
+/// stage around every call. The built-in stages (`UnitStage`) and the LV2 plugin stages
+/// derive from it.
 ///
 /// Thread: the audio thread.
-public class UnitStageBase {
-  /// Processes one sub-block in place (`UnitStage` overrides it).
+open class UnitStageBase {
+  public init() {}
+
+  /// Processes one sub-block (a built-in stage) or the whole block (`takesWholeBlock`) in
+  /// place (the stages override it).
   /// - Realtime: safe
-  public func process(_ block: StereoBlock, targets: ParameterTargets) {}
+  open func process(_ block: StereoBlock, targets: ParameterTargets) {}
+
+  /// Whether the stage takes the whole block at once rather than sub-blocks of
+  /// `VoiceChain.subBlockFrames` (a plugin may need the host's period). Read once, when a chain
+  /// is made.
+  open var takesWholeBlock: Bool { false }
 
   /// Whether the unit wants the chain's output (`VoiceUnit.wantsReference`).
-  public var wantsReference: Bool { false }
+  open var wantsReference: Bool { false }
 
   /// Hands the chain's final output of a whole block to the unit (`VoiceUnit.receiveReference`).
   /// - Realtime: safe
-  public func receiveReference(_ block: StereoBlock) {}
+  open func receiveReference(_ block: StereoBlock) {}
 }
 
 /// A built-in unit in a chain: owns its smoothed parameter values and bypass crossfade.
@@ -59,6 +68,10 @@ public final class UnitStage<Unit: VoiceUnit>: UnitStageBase, ChainStage {
     var frames = 1
     var mix: Float = 0
     var step: Float = 1
+    /// The coefficient for the last shorter sub-block's length (a period under 32 frames, or a
+    /// block's remainder, recurs every cycle: one `powf` per change, not per sub-block).
+    var shortFrames = 0
+    var shortSmoothing: Float = 1
   }
 
   /// Time constant of parameter smoothing.
@@ -119,6 +132,7 @@ public final class UnitStage<Unit: VoiceUnit>: UnitStageBase, ChainStage {
     let blocks = Float(sampleRate) * Self.smoothingMilliseconds / 1000 / Float(maxFrames)
     fade.pointee.smoothing = 1 - expf(-1 / max(blocks, 1))
     fade.pointee.frames = maxFrames
+    fade.pointee.shortFrames = 0  // its coefficient was for the old rate
     fade.pointee.step = 1 / max(Float(sampleRate) * Self.bypassFadeMilliseconds / 1000, 1)
     unit.pointee.prepare(
       sampleRate: sampleRate, maxFrames: maxFrames,
@@ -142,7 +156,12 @@ public final class UnitStage<Unit: VoiceUnit>: UnitStageBase, ChainStage {
     // by the same amount per frame as a full one: α_n = 1 − (1 − α)^(n / 32).
     var smoothing = fade.pointee.smoothing
     if block.frames != fade.pointee.frames {
-      smoothing = 1 - powf(1 - smoothing, Float(block.frames) / Float(fade.pointee.frames))
+      if block.frames != fade.pointee.shortFrames {
+        fade.pointee.shortSmoothing =
+          1 - powf(1 - smoothing, Float(block.frames) / Float(fade.pointee.frames))
+        fade.pointee.shortFrames = block.frames
+      }
+      smoothing = fade.pointee.shortSmoothing
     }
     for i in 0..<n {
       let c = current[i]
@@ -151,10 +170,7 @@ public final class UnitStage<Unit: VoiceUnit>: UnitStageBase, ChainStage {
       // Settled (the common case): nothing to do. (Bit patterns: a target of -0 replaces +0.)
       if target.bitPattern == c.bitPattern { continue }
       if smoothed[i] {
-        let d = target - c
-        let next = c + d * smoothing
-        // A step too small to change the Float value would leave it stuck short of the target.
-        current[i] = abs(d) <= 1e-6 * max(abs(target), 1) || next == c ? target : next
+        current[i] = Smoothing.step(c, toward: target, alpha: smoothing)
       } else {
         current[i] = target
       }
@@ -183,15 +199,8 @@ public final class UnitStage<Unit: VoiceUnit>: UnitStageBase, ChainStage {
     dryLeft.update(from: block.left, count: frames)
     dryRight.update(from: block.right, count: frames)
     run(block)
-    var mix = start
-    let step = target > mix ? fade.pointee.step : -fade.pointee.step
-    for f in 0..<frames {
-      mix = min(max(mix + step, 0), 1)
-      let (l, r, dl, dr) = (block.left[f], block.right[f], dryLeft[f], dryRight[f])
-      block.left[f] = l * (1 - mix) + dl * mix
-      block.right[f] = r * (1 - mix) + dr * mix
-    }
-    fade.pointee.mix = mix
+    fade.pointee.mix = Smoothing.bypassFade(
+      block, dryLeft: dryLeft, dryRight: dryRight, from: start, toward: target, step: fade.pointee.step)
   }
 
   /// Runs the unit and resets it (silencing the block) if its output stopped being finite.

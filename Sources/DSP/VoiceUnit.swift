@@ -38,6 +38,11 @@ public protocol VoiceUnit {
   /// canceller's far end): then the chain calls `receiveReference` after every block.
   static var wantsReference: Bool { get }
 
+  /// Whether the unit can make its two channels differ when they come in the same (a stereo
+  /// reverb does; the linked voice units do not). While the channels are the same, a mono
+  /// plugin after it runs once, not once per channel.
+  static var makesChannelsDiffer: Bool { get }
+
   /// Receives the chain's final output of one whole block (after every stage, the output volume
   /// included; before the engine's start/stop/mute ramp), once the block is processed. A unit
   /// copies what it needs into storage allocated in `prepare`.
@@ -53,6 +58,7 @@ public protocol VoiceUnit {
 extension VoiceUnit {
   public var latencyFrames: Int { 0 }
   public static var wantsReference: Bool { false }
+  public static var makesChannelsDiffer: Bool { false }
   /// - Realtime: safe
   public mutating func receiveReference(_ block: StereoBlock) {}
   /// - Realtime: safe

@@ -10,12 +10,20 @@ public struct HostSettings: Sendable, Equatable {
   public var nominalBlockFrames: Int
   /// True when every run has exactly `nominalBlockFrames` frames (live JACK periods).
   public var fixedBlocks: Bool
+  /// True when the chain's two channels carry the same signal where the plugin runs (a mono
+  /// input, and no stage before it that makes them differ): a mono plugin then runs as one
+  /// instance, its output given to both channels, instead of one instance per channel.
+  public var identicalChannels: Bool
 
-  public init(sampleRate: Double, maxBlockFrames: Int, nominalBlockFrames: Int, fixedBlocks: Bool) {
+  public init(
+    sampleRate: Double, maxBlockFrames: Int, nominalBlockFrames: Int, fixedBlocks: Bool,
+    identicalChannels: Bool = false
+  ) {
     self.sampleRate = sampleRate
     self.maxBlockFrames = maxBlockFrames
     self.nominalBlockFrames = nominalBlockFrames
     self.fixedBlocks = fixedBlocks
+    self.identicalChannels = identicalChannels
   }
 
   /// Features provided only when the blocks allow them.

@@ -4,9 +4,12 @@ import Foundation
 /// The installed LV2 plugins (lilv's world) and the host's URID map.
 ///
 /// Loading scans every bundle on `LV2_PATH` (lilv's default path when unset), once.
-/// Thread: one non-real-time thread at a time (lilv's world is not thread-safe).
+/// Thread: any non-real-time thread. lilv's world is not thread-safe (loading a preset adds to
+/// its model while another thread may walk it), so every use of it holds `access`.
 public final class LV2World: @unchecked Sendable {
   let world: OpaquePointer
+  /// Held around every use of `world` and `nodes` (recursive: the methods call each other).
+  let access = NSRecursiveLock()
   /// The URID map every plugin of this world shares.
   public let urids = URIDMap()
   private var nodes: [String: OpaquePointer] = [:]
@@ -23,14 +26,20 @@ public final class LV2World: @unchecked Sendable {
 
   /// A cached node for `uri` (owned by the world object).
   func node(_ uri: String) -> OpaquePointer {
+    access.lock()
+    defer { access.unlock() }
     if let n = nodes[uri] { return n }
-    let n = lilv_new_uri(world, uri)!
+    guard let n = lilv_new_uri(world, uri) else {
+      preconditionFailure("lilv could not make a node for \(uri)")
+    }
     nodes[uri] = n
     return n
   }
 
   /// The plugin with `uri`, if installed.
   func plugin(_ uri: String) -> OpaquePointer? {
+    access.lock()
+    defer { access.unlock() }
     guard let all = lilv_world_get_all_plugins(world) else { return nil }
     let n = lilv_new_uri(world, uri)
     defer { lilv_node_free(n) }
@@ -39,6 +48,8 @@ public final class LV2World: @unchecked Sendable {
 
   /// Every installed plugin's description, sorted by name.
   public func allPlugins() -> [PluginInfo] {
+    access.lock()
+    defer { access.unlock() }
     guard let all = lilv_world_get_all_plugins(world) else { return [] }
     var infos: [PluginInfo] = []
     var i = lilv_plugins_begin(all)
@@ -53,6 +64,8 @@ public final class LV2World: @unchecked Sendable {
   public func info(uri: String) -> PluginInfo? { plugin(uri).map(info) }
 
   func info(_ p: OpaquePointer) -> PluginInfo {
+    access.lock()
+    defer { access.unlock() }
     let uri = string(lilv_plugin_get_uri(p)) ?? "?"
     let nameNode = lilv_plugin_get_name(p)
     defer { lilv_node_free(nameNode) }

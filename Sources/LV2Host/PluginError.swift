@@ -1,5 +1,7 @@
+import DSP
+
 /// Why a plugin stage could not be made. Each message is one sentence.
-public enum PluginError: Error, Equatable, CustomStringConvertible {
+public enum PluginError: CodedError, Equatable {
   case unknownURI(String)
   case unsupported(uri: String, reason: String)
   case instantiation(uri: String)
@@ -26,6 +28,18 @@ public enum PluginError: Error, Equatable, CustomStringConvertible {
     case .outOfRange(let id, let symbol, let value, let range):
       return "\(Self.format(value)) is outside the range of '\(id).\(symbol)' "
         + "(\(Self.format(range.lowerBound)) to \(Self.format(range.upperBound)))"
+    }
+  }
+
+  public var code: String {
+    switch self {
+    case .unknownURI: return "plugin.unknown-uri"
+    case .unsupported: return "plugin.unsupported"
+    case .instantiation: return "plugin.instantiation-failed"
+    case .unknownPreset: return "plugin.unknown-preset"
+    case .unknownControl: return "plugin.unknown-control"
+    case .outOfRange: return "plugin.out-of-range"
+    case .unreadableState: return "plugin.unreadable-state"
     }
   }
 

@@ -10,7 +10,8 @@ extension PluginStage {
   /// smoothed towards their targets, empty atom sequences in, bypass crossfaded, worker
   /// responses delivered, control outputs published as read-only parameters.
   /// - Realtime: safe
-  public func process(_ block: StereoBlock, targets: ParameterTargets) {
+  @inline(__always)
+  func processBlock(_ block: StereoBlock, targets: ParameterTargets) {
     var offset = 0
     while offset < block.frames {
       let n = min(capacity, block.frames - offset)
@@ -26,19 +27,18 @@ extension PluginStage {
     let rt = self.rt
     // Controls: continuous ones move like built-in parameters (20 ms time constant); settled
     // ones cost one comparison.
-    var alpha = smoothingAlpha
-    if frames != smoothingFrames {
+    let live = self.live
+    var alpha = live.pointee.smoothingAlpha
+    if frames != live.pointee.smoothingFrames {
       alpha = 1 - expf(-Float(frames) / (0.020 * Float(sampleRate)))
-      (smoothingAlpha, smoothingFrames) = (alpha, frames)
+      (live.pointee.smoothingAlpha, live.pointee.smoothingFrames) = (alpha, frames)
     }
     for i in 0..<rt.controlInputCount {
       let target = targets.value(first &+ i)
       var c = current[i]
       if target.bitPattern == c.bitPattern { continue }
       if smoothed[i] {
-        let d = target - c
-        let next = c + d * alpha
-        c = abs(d) <= 1e-6 * max(abs(target), 1) || next == c ? target : next
+        c = Smoothing.step(c, toward: target, alpha: alpha)
       } else {
         c = target
       }
@@ -49,8 +49,8 @@ extension PluginStage {
       rt.controls1?[port] = c
     }
     let bypassTarget: Float = targets.value(first &+ rt.controlInputCount) >= 0.5 ? 1 : 0
-    if bypassMix == 1 && bypassTarget == 1 { return }
-    let crossfading = bypassMix != bypassTarget
+    if live.pointee.bypassMix == 1 && bypassTarget == 1 { return }
+    let crossfading = live.pointee.bypassMix != bypassTarget
     if crossfading {
       dryLeft.update(from: block.left, count: frames)
       dryRight.update(from: block.right, count: frames)
@@ -71,17 +71,8 @@ extension PluginStage {
       atom[1] = chunkType
     }
 
-    // Audio in, run, audio out.
-    if let inputRight = rt.inputRight {
-      rt.inputLeft.update(from: block.left, count: frames)
-      inputRight.update(from: block.right, count: frames)
-    } else {
-      let mono = rt.inputLeft
-      for f in 0..<frames {
-        let (l, r) = (block.left[f], block.right[f])
-        mono[f] = (l + r) * 0.5
-      }
-    }
+    connectAudio(block)
+
     lilv_instance_run(rt.instance0, UInt32(frames))
     rt.worker0?._withUnsafeGuaranteedRef { $0.deliverResponses() }
     if let instance1 = rt.instance1 {
@@ -89,33 +80,62 @@ extension PluginStage {
       rt.worker1?._withUnsafeGuaranteedRef { $0.deliverResponses() }
     }
     if latencyPort >= 0 { reportedLatency.store(rt.controls0[latencyPort].bitPattern, ordering: .relaxed) }
-    block.left.update(from: rt.outputLeft, count: frames)
-    block.right.update(from: rt.outputRight, count: frames)
+    if !rt.inPlace {
+      block.left.update(from: rt.outputLeft, count: frames)
+      if !rt.copiesLeftToRight { block.right.update(from: rt.outputRight, count: frames) }
+    }
+    if rt.copiesLeftToRight { block.right.update(from: block.left, count: frames) }
 
     // A plugin that produced a non-finite sample is muted for the block, not passed on.
-    var sum: Float = 0
-    for f in 0..<frames { sum += block.left[f] * 0 + block.right[f] * 0 }
-    if !sum.isFinite {
+    if !BlockMath.allFinite(block.left, block.right, frames) {
       block.left.update(repeating: 0, count: frames)
       block.right.update(repeating: 0, count: frames)
     }
 
     if crossfading {
-      var mix = bypassMix
-      let step = bypassTarget > mix ? bypassStep : -bypassStep
-      for f in 0..<frames {
-        mix = min(max(mix + step, 0), 1)
-        let (l, r, dl, dr) = (block.left[f], block.right[f], dryLeft[f], dryRight[f])
-        block.left[f] = l * (1 - mix) + dl * mix
-        block.right[f] = r * (1 - mix) + dr * mix
-      }
-      bypassMix = mix
+      live.pointee.bypassMix = Smoothing.bypassFade(
+        block, dryLeft: dryLeft, dryRight: dryRight, from: live.pointee.bypassMix, toward: bypassTarget,
+        step: bypassStep)
     }
 
     // Control outputs of the first instance become the read-only parameters.
     let outputsFirst = first &+ rt.controlInputCount &+ 1
     for j in 0..<rt.controlOutputCount {
       targets.set(outputsFirst &+ j, rt.controls0[rt.controlOutputs[j]])
+    }
+  }
+
+  /// Gives the plugin this block's audio: its ports connected to the block's own buffers when it
+  /// works in place, else copies into its buffers; a mono-in plugin of two channels gets their
+  /// mean.
+  /// - Realtime: safe
+  @inline(__always)
+  private func connectAudio(_ block: StereoBlock) {
+    let rt = self.rt
+    let frames = block.frames
+    if rt.inputRight == nil && !rt.copiesLeftToRight {
+      let mono = rt.inputLeft
+      for f in 0..<frames {
+        let (l, r) = (block.left[f], block.right[f])
+        mono[f] = (l + r) * 0.5
+      }
+    }
+    guard rt.inPlace else {
+      if let inputRight = rt.inputRight {
+        rt.inputLeft.update(from: block.left, count: frames)
+        inputRight.update(from: block.right, count: frames)
+      } else if rt.copiesLeftToRight {
+        rt.inputLeft.update(from: block.left, count: frames)
+      }
+      return
+    }
+    if rt.inputRight != nil || rt.copiesLeftToRight {
+      lilv_instance_connect_port(rt.instance0, rt.portInputLeft, block.left)
+    }
+    if rt.inputRight != nil { lilv_instance_connect_port(rt.rightInstance, rt.portInputRight, block.right) }
+    lilv_instance_connect_port(rt.instance0, rt.portOutputLeft, block.left)
+    if !rt.copiesLeftToRight {
+      lilv_instance_connect_port(rt.rightInstance, rt.portOutputRight, block.right)
     }
   }
 }

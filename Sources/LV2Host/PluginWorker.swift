@@ -49,7 +49,7 @@ final class PluginWorker: @unchecked Sendable {
     let result = pthread_create(
       &id, nil,
       { context in
-        Unmanaged<WorkerThread>.fromOpaque(context!).takeRetainedValue().run()
+        if let context { Unmanaged<WorkerThread>.fromOpaque(context).takeRetainedValue().run() }
         return nil
       }, context)
     guard result == 0 else {
@@ -127,7 +127,8 @@ private final class WorkerThread: @unchecked Sendable {
         _ = interface.pointee.work?(
           handle,
           { respondHandle, size, data in
-            let thread = Unmanaged<WorkerThread>.fromOpaque(respondHandle!).takeUnretainedValue()
+            guard let respondHandle else { return LV2_WORKER_ERR_UNKNOWN }
+            let thread = Unmanaged<WorkerThread>.fromOpaque(respondHandle).takeUnretainedValue()
             return thread.responses.write(size: size, data: data)
               ? LV2_WORKER_SUCCESS : LV2_WORKER_ERR_NO_SPACE
           }, respondHandle, size, scratch)

@@ -24,7 +24,10 @@ final class WorkerRing: @unchecked Sendable {
   init(bytes: Int, maxMessageBytes: Int) {
     precondition(maxMessageBytes + Self.headerBytes < bytes)
     self.maxMessageBytes = maxMessageBytes
-    ring = jack_ringbuffer_create(bytes)!
+    guard let ring = jack_ringbuffer_create(bytes) else {
+      preconditionFailure("out of memory for a \(bytes)-byte worker ring")
+    }
+    self.ring = ring
     jack_ringbuffer_mlock(ring)
     writeVector = .allocate(capacity: 2)
     writeVector.initialize(repeating: jack_ringbuffer_data_t(), count: 2)
@@ -46,7 +49,9 @@ final class WorkerRing: @unchecked Sendable {
     jack_ringbuffer_get_write_vector(ring, writeVector)
     guard writeVector[0].len + writeVector[1].len >= total else { return false }
     var header = size
-    withUnsafeBytes(of: &header) { copy($0.baseAddress!, count: Self.headerBytes, at: 0) }
+    withUnsafeBytes(of: &header) {
+      if let base = $0.baseAddress { copy(base, count: Self.headerBytes, at: 0) }
+    }
     if payload > 0, let data { copy(data, count: payload, at: Self.headerBytes) }
     jack_ringbuffer_write_advance(ring, total)
     return true
@@ -78,7 +83,8 @@ final class WorkerRing: @unchecked Sendable {
     guard available >= Self.headerBytes else { return nil }
     var size: UInt32 = 0
     let peeked = withUnsafeMutableBytes(of: &size) {
-      jack_ringbuffer_peek(ring, $0.baseAddress!.assumingMemoryBound(to: CChar.self), Self.headerBytes)
+      guard let base = $0.baseAddress else { return 0 }
+      return jack_ringbuffer_peek(ring, base.assumingMemoryBound(to: CChar.self), Self.headerBytes)
     }
     guard peeked == Self.headerBytes else { return nil }
     guard Int(size) <= maxMessageBytes else {

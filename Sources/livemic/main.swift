@@ -1,5 +1,8 @@
 import Foundation
 import LiveMicControl
+import LiveMicEngine
+import LiveMicOffline
+import LiveMicPresets
 
 // Argument parsing and wiring only.
 
@@ -90,7 +93,9 @@ case .plot(let options):
     }
   } catch { fail(error.description, status: 1) }
 case .bench(let options):
-  do { print(try Benchmark.run(options), terminator: "") } catch { fail(error.description, status: 1) }
+  do { print(try Benchmark.run(options, denormals: DenormalCost.report()), terminator: "") } catch {
+    fail(error.description, status: 1)
+  }
 case .run(let options):
   do { exit(try LiveSession(options: options).run()) } catch { fail(error.description, status: 1) }
 }

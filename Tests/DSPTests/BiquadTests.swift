@@ -154,10 +154,11 @@ import Testing
   static func run(_ f: inout StereoBiquad, _ left: inout [Float], _ right: inout [Float], block: Int) {
     left.withUnsafeMutableBufferPointer { l in
       right.withUnsafeMutableBufferPointer { r in
+        guard let lb = l.baseAddress, let rb = r.baseAddress else { return }
         var offset = 0
         while offset < l.count {
           let n = min(block, l.count - offset)
-          f.process(StereoBlock(left: l.baseAddress! + offset, right: r.baseAddress! + offset, frames: n))
+          f.process(StereoBlock(left: lb + offset, right: rb + offset, frames: n))
           offset += n
         }
       }

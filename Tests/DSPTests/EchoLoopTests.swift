@@ -89,11 +89,7 @@ import Testing
         left[i] = s[t] + e
         right[i] = left[i]
       }
-      left.withUnsafeMutableBufferPointer { l in
-        right.withUnsafeMutableBufferPointer { r in
-          chain.process(left: l.baseAddress!, right: r.baseAddress!, frames: n)
-        }
-      }
+      chain.process(left: &left, right: &right, blockFrames: n, frames: n)
       for i in 0..<n { output[offset + i] = left[i] }
       offset += n
     }

@@ -109,11 +109,7 @@ import Testing
       }
       if let chain {
         for f in 0..<frames { right[f] = left[f] }
-        left.withUnsafeMutableBufferPointer { l in
-          right.withUnsafeMutableBufferPointer { r in
-            chain.process(left: l.baseAddress!, right: r.baseAddress!, frames: frames)
-          }
-        }
+        chain.process(left: &left, right: &right, blockFrames: frames, frames: frames)
         if debug, let activeIndex {
           let a = Int(chain.targets.value(activeIndex))
           if a != lastActive {
@@ -148,7 +144,7 @@ import Testing
         "  spectrum top: "
           + peaks.prefix(6).map { String(format: "%.0f Hz %.1f dB", $0.1, $0.0) }.joined(separator: ", "))
     }
-    let notches = activeIndex.map { Int(chain!.targets.value($0)) } ?? 0
+    let notches = chain.flatMap { c in activeIndex.map { Int(c.targets.value($0)) } } ?? 0
     return Outcome(
       stable: speechEnd <= 6 && tail <= -20, speechEndDecibels: speechEnd, tailDecibels: tail,
       notches: notches)

@@ -12,21 +12,17 @@ import Testing
   /// the output and, per block, the number of active notches.
   static func run(_ x: [Float], _ values: [String: Float] = [:]) -> (output: [Float], notches: [Int]) {
     let chain = T.chain("feedback", values)
-    let active = chain.parameter("feedback.active_notches")!.index
+    let active = T.index(chain, "feedback.active_notches")
     var left = x
     var right = x
     var notches: [Int] = []
     notches.reserveCapacity(x.count / 64 + 1)
-    left.withUnsafeMutableBufferPointer { l in
-      right.withUnsafeMutableBufferPointer { r in
-        var offset = 0
-        while offset < l.count {
-          let n = min(64, l.count - offset)
-          chain.process(left: l.baseAddress! + offset, right: r.baseAddress! + offset, frames: n)
-          notches.append(Int(chain.targets.value(active)))
-          offset += n
-        }
-      }
+    var offset = 0
+    while offset < left.count {
+      let n = min(64, left.count - offset)
+      chain.process(left: &left, right: &right, blockFrames: n, from: offset, frames: n)
+      notches.append(Int(chain.targets.value(active)))
+      offset += n
     }
     return (left, notches)
   }

@@ -12,7 +12,7 @@ struct LoudnessTargetTests {
   }
 
   static func output(_ chain: VoiceChain, _ name: String) -> Float {
-    chain.targets.value(chain.parameter("loudness.\(name)")!.index)
+    chain.targets.value(TestSignals.index(chain, "loudness.\(name)"))
   }
 
   /// Runs `seconds` of `signal(frame)` on both channels; returns the last second of the output.

@@ -36,11 +36,12 @@ import Testing
     var right = left
     left.withUnsafeMutableBufferPointer { l in
       right.withUnsafeMutableBufferPointer { r in
+        guard let lb = l.baseAddress, let rb = r.baseAddress else { return }
         var offset = 0
         while offset < frames {
           if offset == before { chain.set(key, value) }
           let count = min(blockSize, (offset < before ? before : frames) - offset)
-          chain.process(left: l.baseAddress! + offset, right: r.baseAddress! + offset, frames: count)
+          chain.process(left: lb + offset, right: rb + offset, frames: count)
           offset += count
         }
       }

@@ -60,19 +60,16 @@ enum TestSignals {
     chain([StageDescription(id: type, type: type, values: values, bypassed: bypassed)])
   }
 
+  /// The index of `chain`'s parameter `key` (a test's own chain: it has it).
+  static func index(_ chain: VoiceChain, _ key: String) -> Int {
+    guard let p = chain.parameter(key) else { fatalError("the chain has no parameter \(key)") }
+    return p.index
+  }
+
   /// Processes a stereo signal in place in blocks of `blockSize` frames.
   static func process(_ chain: VoiceChain, left: inout [Float], right: inout [Float], blockSize: Int = 256) {
     precondition(left.count == right.count)
-    left.withUnsafeMutableBufferPointer { l in
-      right.withUnsafeMutableBufferPointer { r in
-        var offset = 0
-        while offset < l.count {
-          let n = min(blockSize, l.count - offset)
-          chain.process(left: l.baseAddress! + offset, right: r.baseAddress! + offset, frames: n)
-          offset += n
-        }
-      }
-    }
+    chain.process(left: &left, right: &right, blockFrames: blockSize)
   }
 
   /// Processes `x` on both channels and returns the left output (a test of a mono signal).
@@ -182,9 +179,10 @@ struct UnitHarness<U: VoiceUnit> {
     let (p, c) = (previous, current)
     p.withUnsafeBufferPointer { pp in
       c.withUnsafeBufferPointer { cc in
+        guard let pp = pp.baseAddress, let cc = cc.baseAddress else { return }
         unit.prepare(
           sampleRate: TestSignals.sampleRate, maxFrames: TestSignals.subBlock,
-          parameters: ParameterValues(previous: pp.baseAddress!, current: cc.baseAddress!))
+          parameters: ParameterValues(previous: pp, current: cc))
       }
     }
   }
@@ -197,13 +195,14 @@ struct UnitHarness<U: VoiceUnit> {
       right.withUnsafeMutableBufferPointer { r in
         p.withUnsafeBufferPointer { pp in
           c.withUnsafeBufferPointer { cc in
-            let values = ParameterValues(previous: pp.baseAddress!, current: cc.baseAddress!)
+            guard let pp = pp.baseAddress, let cc = cc.baseAddress else { return }
+            guard let lb = l.baseAddress, let rb = r.baseAddress else { return }
+            let values = ParameterValues(previous: pp, current: cc)
             var offset = 0
             while offset < l.count {
               let frames = min(n, l.count - offset)
               unit.process(
-                StereoBlock(left: l.baseAddress! + offset, right: r.baseAddress! + offset, frames: frames),
-                parameters: values)
+                StereoBlock(left: lb + offset, right: rb + offset, frames: frames), parameters: values)
               offset += frames
             }
           }

@@ -14,8 +14,8 @@ import Testing
     var (l, r) = (x, x)
     l.withUnsafeMutableBufferPointer { lp in
       r.withUnsafeMutableBufferPointer { rp in
-        StereoBiquad.process(
-          &a, &b, StereoBlock(left: lp.baseAddress!, right: rp.baseAddress!, frames: x.count))
+        guard let lp = lp.baseAddress, let rp = rp.baseAddress else { return }
+        StereoBiquad.process(&a, &b, StereoBlock(left: lp, right: rp, frames: x.count))
       }
     }
     return l
@@ -122,7 +122,7 @@ import Testing
       var (l, r) = (Array(y[offset..<(offset + n)]), Array(y[offset..<(offset + n)]))
       T.process(chain, left: &l, right: &r, blockSize: n)
       y.replaceSubrange(offset..<(offset + n), with: l)
-      gains.append(chain.targets.value(chain.parameter("leveler.gain_db")!.index))
+      gains.append(chain.targets.value(T.index(chain, "leveler.gain_db")))
       offset += n
     }
     return (y, gains)

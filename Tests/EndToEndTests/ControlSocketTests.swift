@@ -110,7 +110,15 @@ extension EndToEnd {
         #expect(
           replies.allSatisfy { $0.contains("\"ok\":false") },
           "a random line was accepted: \(replies.first { !$0.contains("\"ok\":false") } ?? "")")
+        // Every refusal names its reason with a code beside the sentence.
+        #expect(
+          replies.allSatisfy { $0.contains("\"code\":\"control.") },
+          "a refusal without a control code: \(replies.first { !$0.contains("\"code\":\"control.") } ?? "")")
       }
+      let malformed = Self.exchange(path, Array("{\"cmd\":\n{\"cmd\":\"zap\"}\n".utf8))
+      #expect(
+        malformed.contains("\"code\":\"control.malformed-json\"")
+          && malformed.contains("\"code\":\"control.unknown-command\""), "\(malformed)")
       let blank = lines.filter { $0.allSatisfy { $0 == " " } }.count
       #expect(answered == lines.count - blank, "\(answered) answers to \(lines.count) lines")
       let valid = Self.exchange(path, Array("{\"cmd\":\"get\",\"key\":\"output.volume\"}\n".utf8))

@@ -80,8 +80,8 @@ extension LV2HostStressTests {
     /// `producers` threads push `lines` numbered lines each into a queue of `slots` (not
     /// retrying when it is full); one consumer pops until the producers are done and the queue
     /// is empty.
-    func stress(slots: UInt32, producers: Int, lines: Int) -> (LineLedger, UInt64) {
-      let queue = UnsafeSendable(livemic_log_queue_new(slots)!)
+    func stress(slots: UInt32, producers: Int, lines: Int) throws -> (LineLedger, UInt64) {
+      let queue = UnsafeSendable(try #require(livemic_log_queue_new(slots)))
       defer { livemic_log_queue_free(queue.value) }
       let ledger = LineLedger(producers: producers, lines: lines)
       let done = Counter()
@@ -152,16 +152,16 @@ extension LV2HostStressTests {
     @Test(
       "two producers × 500k lines through the plugins' 64-slot queue: each accepted line arrives once, in order, whole; drops counted exactly"
     )
-    func smallQueue() {
-      let (ledger, dropped) = stress(slots: 64, producers: 2, lines: Self.lines)
+    func smallQueue() throws {
+      let (ledger, dropped) = try stress(slots: 64, producers: 2, lines: Self.lines)
       check(ledger, dropped: dropped)
       #expect(dropped > 0, "the 64-slot queue should overflow at this rate")
       #expect(Int(dropped) < 2 * Self.lines, "some lines should get through")
     }
 
     @Test("two producers × 500k lines through a 16k-slot queue, one consumer: nothing torn, lost or repeated")
-    func largeQueue() {
-      let (ledger, dropped) = stress(slots: 1 << 14, producers: 2, lines: Self.lines)
+    func largeQueue() throws {
+      let (ledger, dropped) = try stress(slots: 1 << 14, producers: 2, lines: Self.lines)
       check(ledger, dropped: dropped)
     }
   }

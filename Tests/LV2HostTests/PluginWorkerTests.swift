@@ -28,23 +28,27 @@ final class EchoPlugin: @unchecked Sendable {
     interface.initialize(
       to: LV2_Worker_Interface(
         work: { handle, respond, respondHandle, size, data in
-          let plugin = Unmanaged<EchoPlugin>.fromOpaque(handle!).takeUnretainedValue()
+          guard let handle, let respond else { return LV2_WORKER_ERR_UNKNOWN }
+          let plugin = Unmanaged<EchoPlugin>.fromOpaque(handle).takeUnretainedValue()
           plugin.works += 1
           // The response ring can be full while the audio thread is behind: retry.
-          while respond!(respondHandle, size, data) != LV2_WORKER_SUCCESS { sched_yield() }
+          while respond(respondHandle, size, data) != LV2_WORKER_SUCCESS { sched_yield() }
           return LV2_WORKER_SUCCESS
         },
         work_response: { handle, size, data in
-          let plugin = Unmanaged<EchoPlugin>.fromOpaque(handle!).takeUnretainedValue()
+          guard let handle else { return LV2_WORKER_ERR_UNKNOWN }
+          let plugin = Unmanaged<EchoPlugin>.fromOpaque(handle).takeUnretainedValue()
           let n = plugin.responses
-          if plugin.failure == nil && !plugin.messages.matches(data!, size: Int(size), n) {
+          if plugin.failure == nil && !(data.map { plugin.messages.matches($0, size: Int(size), n) } ?? false)
+          {
             plugin.failure = "response \(n) torn or out of order: \(size) bytes"
           }
           plugin.responses += 1
           return LV2_WORKER_SUCCESS
         },
         end_run: { handle in
-          Unmanaged<EchoPlugin>.fromOpaque(handle!).takeUnretainedValue().endRuns += 1
+          guard let handle else { return LV2_WORKER_ERR_UNKNOWN }
+          Unmanaged<EchoPlugin>.fromOpaque(handle).takeUnretainedValue().endRuns += 1
           return LV2_WORKER_SUCCESS
         }))
   }

@@ -1,8 +1,8 @@
 import CJack
-import DSP
 import Foundation
 import Synchronization
 
+@testable import DSP
 @testable import LiveMicEngine
 
 /// Counts the instances of a test stage (so of the chains holding one) made and freed: a chain
@@ -70,8 +70,10 @@ enum Engine {
     sampleRate: Double = sampleRate
   ) -> VoiceChain {
     var assembly = ChainAssembly()
-    try! assembly.append(stage: ProbeStage(gain: gain, counter: counter), parameters: [])
-    for d in descriptions { try! assembly.append(d) }
+    do {
+      try assembly.append(stage: ProbeStage(gain: gain, counter: counter), parameters: [])
+      for d in descriptions { try assembly.append(d) }
+    } catch { fatalError("a test chain cannot be built: \(error)") }
     return assembly.makeChain(sampleRate: sampleRate)
   }
 
@@ -199,7 +201,8 @@ final class Worker: @unchecked Sendable {
     let status = pthread_create(
       &thread, nil,
       { context in
-        let body = Unmanaged<Body>.fromOpaque(context!).takeRetainedValue()
+        guard let context else { return nil }
+        let body = Unmanaged<Body>.fromOpaque(context).takeRetainedValue()
         body.run()
         body.finished.set()
         return nil
@@ -249,4 +252,25 @@ final class AudioThread: @unchecked Sendable {
     running.store(false, ordering: .releasing)
     worker?.wait()
   }
+}
+
+// What the tests read of the engine's state; the program itself never needs it.
+extension OutputRamp {
+  /// True once the ramp has reached full level (the output is the chain's, untouched).
+  var isFullyOpen: Bool { Float(bitPattern: positionBits.load(ordering: .relaxed)) == 1 }
+}
+
+extension TapConsumer {
+  /// Frames waiting in the rings (on the consumer's thread).
+  var pendingFrames: Int {
+    let (reading, written) = (readingRing.load(ordering: .acquiring), writtenRing.load(ordering: .acquiring))
+    var bytes = Ring(bitPattern: reading).map { jack_ringbuffer_read_space($0) } ?? 0
+    if written != reading { bytes += Ring(bitPattern: written).map { jack_ringbuffer_read_space($0) } ?? 0 }
+    return bytes / Self.bytesPerFrame
+  }
+}
+
+extension MusicMixer {
+  /// The current dip of the music in dB (0 when not ducking), on the thread that runs `mix`.
+  var duckDecibels: Float { state.pointee.duck }
 }

@@ -6,7 +6,9 @@ import Testing
 /// Meters: peak and RMS per channel in dBFS, accumulated over cycles and reset by each read.
 @Suite struct MetersTests {
   static func record(_ meters: Meters, channel: Int, _ samples: [Float]) {
-    samples.withUnsafeBufferPointer { meters.record(channel, $0.baseAddress!, samples.count) }
+    samples.withUnsafeBufferPointer { p in
+      if let p = p.baseAddress { meters.record(channel, p, samples.count) }
+    }
   }
 
   @Test("Peak and RMS per channel in dBFS; silence reads -200; a read resets")

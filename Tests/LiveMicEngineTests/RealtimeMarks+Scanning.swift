@@ -31,6 +31,13 @@ extension RealtimeMarks {
     "true", "false", "unsafe",
   ]
 
+  /// A pattern of the scanner's own (a bad one is a bug in this file).
+  static func regex(_ pattern: String) -> NSRegularExpression {
+    do { return try NSRegularExpression(pattern: pattern) } catch {
+      fatalError("the scanner's pattern \(pattern) is invalid: \(error)")
+    }
+  }
+
   /// Calls in `code[range]`: an identifier followed by `(` (a call with a trailing closure and
   /// no parentheses is not seen).
   static func calls(in code: [UInt8], range: Range<Int>) -> [Call] {
@@ -176,10 +183,11 @@ extension RealtimeMarks {
     }
     // Types and extensions, with their bodies.
     var types: [(name: String, body: Range<Int>)] = []
-    let typePattern = try! NSRegularExpression(
-      pattern: #"(?<![A-Za-z0-9_])(struct|class|enum|extension|actor|protocol)\s+([A-Za-z_][A-Za-z0-9_.]*)"#)
+    let typePattern = Self.regex(
+      #"(?<![A-Za-z0-9_])(struct|class|enum|extension|actor|protocol)\s+([A-Za-z_][A-Za-z0-9_.]*)"#)
     for match in typePattern.matches(in: text, range: NSRange(location: 0, length: code.count)) {
-      let name = String(decoding: code[Range(match.range(at: 2))!], as: UTF8.self)
+      guard let nameRange = Range(match.range(at: 2)) else { continue }
+      let name = String(decoding: code[nameRange], as: UTF8.self)
       guard !keywords.contains(name), let open = firstBrace(in: code, from: match.range.upperBound) else {
         continue
       }
@@ -189,11 +197,12 @@ extension RealtimeMarks {
     // Functions and initializers.
     var found:
       [(name: String, offset: Int, body: Range<Int>?, parameters: [Parameter], isFilePrivate: Bool)] = []
-    let functionPattern = try! NSRegularExpression(
-      pattern: #"(?<![A-Za-z0-9_.])(?:func\s+([A-Za-z_][A-Za-z0-9_]*)|(init)[?!]?)\s*(?:<[^>{]*>)?\s*\("#)
+    let functionPattern = Self.regex(
+      #"(?<![A-Za-z0-9_.])(?:func\s+([A-Za-z_][A-Za-z0-9_]*)|(init)[?!]?)\s*(?:<[^>{]*>)?\s*\("#)
     for match in functionPattern.matches(in: text, range: NSRange(location: 0, length: code.count)) {
-      let nameRange = match.range(at: 1).location != NSNotFound ? match.range(at: 1) : match.range(at: 2)
-      let name = String(decoding: code[Range(nameRange)!], as: UTF8.self)
+      let nameMatch = match.range(at: 1).location != NSNotFound ? match.range(at: 1) : match.range(at: 2)
+      guard let nameRange = Range(nameMatch) else { continue }
+      let name = String(decoding: code[nameRange], as: UTF8.self)
       let open = match.range.upperBound - 1
       let close = matchingParen(in: code, open: open)
       let lineStart = lineStarts[line(of: match.range.location) - 1]

@@ -9,14 +9,17 @@ import Testing
   static func write(_ taps: TapTable, _ tap: Tap, _ left: [Float], _ right: [Float]) {
     left.withUnsafeBufferPointer { l in
       right.withUnsafeBufferPointer { r in
-        taps.write(tap, left: l.baseAddress!, right: r.baseAddress!, frames: left.count)
+        guard let l = l.baseAddress, let r = r.baseAddress else { return }
+        taps.write(tap, left: l, right: r, frames: left.count)
       }
     }
   }
 
   static func read(_ consumer: TapConsumer, maxFrames: Int = 65536) -> [Float] {
     var out = [Float](repeating: 0, count: 2 * maxFrames)
-    let n = out.withUnsafeMutableBufferPointer { consumer.read(into: $0.baseAddress!, maxFrames: maxFrames) }
+    let n = out.withUnsafeMutableBufferPointer { out in
+      out.baseAddress.map { consumer.read(into: $0, maxFrames: maxFrames) } ?? 0
+    }
     return Array(out.prefix(2 * n))
   }
 

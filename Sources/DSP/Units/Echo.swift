@@ -50,7 +50,8 @@ public struct Echo: VoiceUnit {
     let vectors = min(delayFrom, delayTo) >= 5
     var w = write
     line.withUnsafeMutableBufferPointer { buffer in
-      let line = UnsafeMutableRawPointer(buffer.baseAddress!)  // frame i at byte 8·i
+      guard let base = buffer.baseAddress else { return }
+      let line = UnsafeMutableRawPointer(base)  // frame i at byte 8·i
       var f = 0
       while f < frames {
         if vectors && f + 4 <= frames && w + 4 <= n

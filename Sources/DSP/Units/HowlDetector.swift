@@ -117,7 +117,10 @@ final class HowlDetector {
             Int32(n), UnsafeMutablePointer(bitPattern: i), UnsafeMutablePointer(bitPattern: s),
             UInt32(FFTW_ESTIMATE))))
     }
-    plan = OpaquePointer(bitPattern: address)!
+    guard let plan = OpaquePointer(bitPattern: address) else {
+      preconditionFailure("FFTW could not plan a \(n)-point transform")
+    }
+    self.plan = plan
     tracks = .allocate(capacity: Self.trackCount)
     tracks.initialize(repeating: Track(), count: Self.trackCount)
     levels = .allocate(capacity: Self.trackCount * Self.historyLength)

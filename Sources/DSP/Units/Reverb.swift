@@ -8,6 +8,8 @@
 /// all-passes of a side, in series) advance together, so their recursions overlap.
 public struct Reverb: VoiceUnit {
   public static let typeName = "reverb"
+  /// Its left and right tanks differ: a mono voice comes out wide.
+  public static let makesChannelsDiffer = true
   public static let summary = "Room reverb (Freeverb topology), mono in, stereo out."
   public static let parameters = [
     ParameterSpec("room_size", unit: "", range: 0...1, default: 0.5, "Room size (decay time)."),
@@ -70,7 +72,7 @@ public struct Reverb: VoiceUnit {
     let (scratch, scratchFrames) = (self.scratch, self.scratchFrames)
     memory.withUnsafeMutableBufferPointer { m in
       lines.withUnsafeMutableBufferPointer { l in
-        let (memory, lines) = (m.baseAddress!, l.baseAddress!)
+        guard let memory = m.baseAddress, let lines = l.baseAddress else { return }
         let mono = memory + scratch
         let (wetLeft, wetRight) = (mono + scratchFrames, mono + 2 * scratchFrames)
         Self.downmix(block, into: mono)

@@ -186,9 +186,11 @@ final class SystemPorts {
     handle = h
     let physical = JackPortIsPhysical.rawValue | JackPortIsTerminal.rawValue
     for i in 1...2 {
-      outputs.append(
-        jack_port_register(
-          h, "capture_\(i)", "32 bit float mono audio", UInt(JackPortIsOutput.rawValue | physical), 0)!)
+      guard
+        let port = jack_port_register(
+          h, "capture_\(i)", "32 bit float mono audio", UInt(JackPortIsOutput.rawValue | physical), 0)
+      else { throw HarnessError("the 'system' client on '\(server)' cannot register capture_\(i)") }
+      outputs.append(port)
       outputList[i - 1] = outputs[i - 1]
     }
     for i in 1...2 {
@@ -198,7 +200,8 @@ final class SystemPorts {
     jack_set_process_callback(
       h,
       { frames, context in
-        let ports = Unmanaged<SystemPorts>.fromOpaque(context!).takeUnretainedValue().outputList
+        guard let context else { return 0 }
+        let ports = Unmanaged<SystemPorts>.fromOpaque(context).takeUnretainedValue().outputList
         for i in 0..<2 {
           jack_port_get_buffer(ports[i], frames)?.initializeMemory(
             as: Float.self, repeating: 0, count: Int(frames))

@@ -61,17 +61,22 @@ final class RoomClient: @unchecked Sendable {
     for (s, c) in coefficients.enumerated() {
       for k in 0..<5 { sections[9 * s + k] = Float(c[k]) }
     }
-    input = jack_port_register(h, "in", "32 bit float mono audio", UInt(JackPortIsInput.rawValue), 0)!
-    output = jack_port_register(h, "out", "32 bit float mono audio", UInt(JackPortIsOutput.rawValue), 0)!
+    guard
+      let input = jack_port_register(h, "in", "32 bit float mono audio", UInt(JackPortIsInput.rawValue), 0),
+      let output = jack_port_register(h, "out", "32 bit float mono audio", UInt(JackPortIsOutput.rawValue), 0)
+    else { throw HarnessError("room client '\(name)' cannot register its ports") }
+    (self.input, self.output) = (input, output)
     jack_set_process_callback(
       h,
       { frames, context in
-        Unmanaged<RoomClient>.fromOpaque(context!).takeUnretainedValue().process(frames)
+        guard let context else { return 0 }
+        return Unmanaged<RoomClient>.fromOpaque(context).takeUnretainedValue().process(frames)
       }, Unmanaged.passUnretained(self).toOpaque())
     jack_set_xrun_callback(
       h,
       { context in
-        Unmanaged<RoomClient>.fromOpaque(context!).takeUnretainedValue().xruns.add(1, ordering: .relaxed)
+        guard let context else { return 0 }
+        Unmanaged<RoomClient>.fromOpaque(context).takeUnretainedValue().xruns.add(1, ordering: .relaxed)
         return 0
       }, Unmanaged.passUnretained(self).toOpaque())
     guard jack_activate(h) == 0 else { throw HarnessError("room client '\(name)' cannot activate") }
@@ -105,8 +110,11 @@ final class RoomClient: @unchecked Sendable {
 
   private func process(_ frames: jack_nframes_t) -> Int32 {
     let n = Int(frames)
-    let x = jack_port_get_buffer(input, frames)!.assumingMemoryBound(to: Float.self)
-    let y = jack_port_get_buffer(output, frames)!.assumingMemoryBound(to: Float.self)
+    guard let xRaw = jack_port_get_buffer(input, frames), let yRaw = jack_port_get_buffer(output, frames)
+    else {
+      return 0
+    }
+    let (x, y) = (xRaw.assumingMemoryBound(to: Float.self), yRaw.assumingMemoryBound(to: Float.self))
     let running = started.load(ordering: .acquiring)
     var position = played.load(ordering: .relaxed)
     let mask = ringSize - 1

@@ -102,8 +102,11 @@ final class TestClient: @unchecked Sendable {
       outputPort = jack_port_register(h, "out", "32 bit float mono audio", UInt(JackPortIsOutput.rawValue), 0)
     }
     for i in 0..<captureChannels {
-      inputPorts.append(
-        jack_port_register(h, "in_\(i + 1)", "32 bit float mono audio", UInt(JackPortIsInput.rawValue), 0)!)
+      guard
+        let port = jack_port_register(
+          h, "in_\(i + 1)", "32 bit float mono audio", UInt(JackPortIsInput.rawValue), 0)
+      else { throw HarnessError("test client '\(name)' cannot register in_\(i + 1)") }
+      inputPorts.append(port)
       let buffer = UnsafeMutablePointer<Float>.allocate(capacity: capacity)
       buffer.initialize(repeating: 0, count: capacity)
       storage.append(buffer)
@@ -118,12 +121,14 @@ final class TestClient: @unchecked Sendable {
     jack_set_process_callback(
       h,
       { frames, context in
-        Unmanaged<TestClient>.fromOpaque(context!).takeUnretainedValue().process(frames)
+        guard let context else { return 0 }
+        return Unmanaged<TestClient>.fromOpaque(context).takeUnretainedValue().process(frames)
       }, Unmanaged.passUnretained(self).toOpaque())
     jack_set_xrun_callback(
       h,
       { context in
-        Unmanaged<TestClient>.fromOpaque(context!).takeUnretainedValue().xruns.add(1, ordering: .relaxed)
+        guard let context else { return 0 }
+        Unmanaged<TestClient>.fromOpaque(context).takeUnretainedValue().xruns.add(1, ordering: .relaxed)
         return 0
       }, Unmanaged.passUnretained(self).toOpaque())
     if activate { try self.activate() }
@@ -177,8 +182,8 @@ final class TestClient: @unchecked Sendable {
     let w = written.load(ordering: .relaxed)
     if inputCount > 0 && w + n <= capacity {
       for c in 0..<inputCount {
-        let b = jack_port_get_buffer(inputPortList[c], frames)!.assumingMemoryBound(to: Float.self)
-        (storageList[c]! + w).update(from: b, count: n)
+        guard let b = jack_port_get_buffer(inputPortList[c], frames), let s = storageList[c] else { continue }
+        (s + w).update(from: b.assumingMemoryBound(to: Float.self), count: n)
       }
       for i in 0..<n { frameTimes[w + i] = t &+ UInt32(i) }
       written.store(w + n, ordering: .releasing)

@@ -1,0 +1,116 @@
+import DSP
+import Dispatch
+import Foundation
+import LiveMicEngine
+import LiveMicOffline
+
+/// One meter reading as the supervisor serves it (control socket, OSC, `livemic monitor`).
+///
+/// Thread: any (value type).
+struct MeterReading {
+  /// Peak and RMS (dBFS, -200 for silence) of input left/right, then output left/right.
+  var channels: [(peakDecibels: Double, rmsDecibels: Double)]
+  /// The gain reduction (dB) each compressor/limiter stage reports, by stage id.
+  var gainReductions: [(id: String, decibels: Double)]
+  /// The loudness meter's latest figures (nil when it is not running).
+  var loudness: LoudnessReading?
+
+  /// The fields of a `meters` response or stream line.
+  var fields: [String: Any] {
+    let m = channels.map {
+      ["peak_dbfs": ($0.peakDecibels * 10).rounded() / 10, "rms_dbfs": ($0.rmsDecibels * 10).rounded() / 10]
+    }
+    var reductions: [String: Double] = [:]
+    for (id, db) in gainReductions { reductions[id] = (db * 10).rounded() / 10 }
+    var fields: [String: Any] = [
+      "input": Array(m[0..<2]), "output": Array(m[2..<4]), "gain_reduction_db": reductions,
+    ]
+    if let loudness { fields["loudness"] = loudness.fields }
+    return fields
+  }
+
+  /// The arguments of `/livemic/meters`: input L/R peak, output L/R peak, input L/R RMS,
+  /// output L/R RMS (dBFS), and the deepest gain reduction (dB).
+  var oscValues: [Float] {
+    channels.map { Float($0.peakDecibels) } + channels.map { Float($0.rmsDecibels) }
+      + [Float(gainReductions.map(\.decibels).max() ?? 0)]
+  }
+}
+
+/// The supervisor's live streams: meters read about 20 times a second while anyone follows
+/// them, and events fanned out to the socket's and OSC's subscribers. Thread: the supervisor.
+extension LiveSession {
+  /// The meter period while someone follows the meters.
+  static let meterIntervalNanoseconds: UInt64 = 50_000_000
+
+  /// True when a socket or OSC subscriber follows the meters.
+  var metersFollowed: Bool {
+    (control?.hasSubscribers("meters") ?? false) || (osc?.hasSubscribers("meters") ?? false)
+  }
+
+  /// How long the supervisor may sleep before its next duty (a meter update or the 1 s tick).
+  func nextWakeTimeout() -> DispatchTime {
+    guard metersFollowed else { return .now() + .seconds(1) }
+    let due = lastMeterRead.uptimeNanoseconds + Self.meterIntervalNanoseconds
+    let now = DispatchTime.now().uptimeNanoseconds
+    return DispatchTime(uptimeNanoseconds: max(due, now))
+  }
+
+  /// Reads the meters (resetting them) and the stages' gain reductions.
+  func readMeters(_ state: ProcessState) -> MeterReading {
+    lastMeterRead = .now()
+    let reductions = chain.parameters.filter { $0.key.hasSuffix(".gain_reduction_db") }.map {
+      (
+        id: String($0.key.dropLast(".gain_reduction_db".count)),
+        decibels: Double(chain.targets.value($0.index))
+      )
+    }
+    let reading = MeterReading(
+      channels: state.meters.read(), gainReductions: reductions, loudness: loudness?.reading)
+    lastMeters = reading
+    return reading
+  }
+
+  /// The meters for a `meters` request: the streamed reading when it is fresh, so a request
+  /// does not steal a window from the subscribers; else a new reading.
+  func currentMeters(_ state: ProcessState) -> MeterReading {
+    if metersFollowed, let lastMeters,
+      DispatchTime.now().uptimeNanoseconds < lastMeterRead.uptimeNanoseconds + 2
+        * Self.meterIntervalNanoseconds
+    {
+      return lastMeters
+    }
+    return readMeters(state)
+  }
+
+  /// Sends a meter reading to the subscribers when one is due.
+  func streamMeters(_ state: ProcessState) {
+    guard metersFollowed,
+      DispatchTime.now().uptimeNanoseconds + 5_000_000 >= lastMeterRead.uptimeNanoseconds
+        + Self.meterIntervalNanoseconds
+    else { return }
+    let reading = readMeters(state)
+    if control?.hasSubscribers("meters") ?? false {
+      control?.broadcast("meters", Self.meterStreamLine(reading.fields))
+    }
+    if osc?.hasSubscribers("meters") ?? false { osc?.sendMeters(reading.oscValues) }
+  }
+
+  /// A meters stream line: `{"stream":"meters",` first, as the protocol promises (sorted keys
+  /// would put `stream` after the meters, and a client waiting for an answer must tell the two
+  /// apart).
+  static func meterStreamLine(_ fields: [String: Any]) -> String {
+    var rest = fields
+    rest["stream"] = nil
+    let body = encode(rest)
+    return rest.isEmpty ? "{\"stream\":\"meters\"}" : "{\"stream\":\"meters\"," + body.dropFirst()
+  }
+
+  /// Hands an event line (as written to `--events`) to the subscribers.
+  func fanOut(event name: String, line: String) {
+    if control?.hasSubscribers("events") ?? false {
+      control?.broadcast("events", "{\"stream\":\"event\"," + line.dropFirst())
+    }
+    if osc?.hasSubscribers("events") ?? false { osc?.sendEvent(name, line) }
+  }
+}

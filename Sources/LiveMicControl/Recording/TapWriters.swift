@@ -1,0 +1,364 @@
+import CSndfile
+import DSP
+import Dispatch
+import Foundation
+import LiveMicEngine
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// A recording's file format.
+public enum RecordingFormat: String, Sendable, CaseIterable {
+  case wav, flac, ogg, mp3
+
+  /// libsndfile's format: WAV 32-bit float (bit-exact), FLAC 24-bit, Ogg Vorbis, MP3 (layer III).
+  var sndfileFormat: Int32 {
+    switch self {
+    case .wav: return Int32(SF_FORMAT_WAV | SF_FORMAT_FLOAT)
+    case .flac: return Int32(SF_FORMAT_FLAC | SF_FORMAT_PCM_24)
+    case .ogg: return Int32(SF_FORMAT_OGG | SF_FORMAT_VORBIS)
+    case .mp3: return Int32(SF_FORMAT_MPEG | SF_FORMAT_MPEG_LAYER_III)
+    }
+  }
+
+  /// Whether the installed libsndfile can write this format (stereo at `sampleRate`).
+  func isSupported(sampleRate: Int) -> Bool {
+    var info = SF_INFO()
+    info.samplerate = Int32(sampleRate)
+    info.channels = 2
+    info.format = sndfileFormat
+    return sf_format_check(&info) == 1
+  }
+
+  /// The format a file name's extension names, if any.
+  init?(pathExtension: String) {
+    switch pathExtension.lowercased() {
+    case "wav": self = .wav
+    case "flac": self = .flac
+    case "ogg", "oga": self = .ogg
+    case "mp3": self = .mp3
+    default: return nil
+    }
+  }
+}
+
+/// Why a recording or a stream could not start or had to stop. Each message is one sentence.
+struct TapWriterError: CodedError {
+  let description: String
+  var code: String { "record.writer" }
+  init(_ description: String) { self.description = description }
+}
+
+/// The frames a writer thread moves per read of its ring.
+private let writerChunkFrames = 4096
+
+/// One recording: a tap consumer and a writer thread that drains its ring into a file with
+/// libsndfile. WAV headers are brought up to date once a second, so a killed process leaves a
+/// file readable up to the last second; `finish` drains the ring and finalizes the file.
+///
+/// Thread: created, finished and read by the supervisor; the writer thread owns the file.
+final class Recording: @unchecked Sendable {
+  /// What started it: `record` (--record), `autorecord` (--autorecord) or `control`.
+  enum Origin: String { case record, autorecord, control }
+
+  let id: Int
+  let path: String
+  let format: RecordingFormat
+  let origin: Origin
+  let sampleRate: Int
+  let started = Date()
+  let consumer: TapConsumer
+  private let file: OpaquePointer
+  /// Frames written to the file.
+  let writtenFrames = Atomic<UInt64>(0)
+  private let stopRequested = Atomic<Bool>(false)
+  private let failure = Locked<String?>(nil)
+  private let done = DispatchSemaphore(value: 0)
+  private let wake: DispatchSemaphore
+  private let pace: WriterPace
+
+  var tap: Tap { consumer.tap }
+
+  /// Opens `path` for writing (its folder is created when missing) and starts the writer
+  /// thread, which rests at `pace` when the ring is empty; the caller attaches `consumer` to the
+  /// tap table.
+  init(
+    id: Int, path: String, tap: Tap, format: RecordingFormat, origin: Origin, sampleRate: Int,
+    ringSeconds: Double, wake: DispatchSemaphore, pace: WriterPace
+  ) throws(TapWriterError) {
+    guard format.isSupported(sampleRate: sampleRate) else {
+      throw TapWriterError("the installed libsndfile cannot write \(format.rawValue.uppercased()) files")
+    }
+    if let failed = Self.makeFolders((path as NSString).deletingLastPathComponent) {
+      throw TapWriterError("cannot record to '\(path)': the folder cannot be created (\(failed))")
+    }
+    var info = SF_INFO()
+    info.samplerate = Int32(sampleRate)
+    info.channels = 2
+    info.format = format.sndfileFormat
+    errno = 0
+    guard let file = sf_open(path, Int32(SFM_WRITE), &info) else {
+      let reason = errno != 0 ? String(cString: strerror(errno)) : String(cString: sf_strerror(nil))
+      throw TapWriterError("cannot record to '\(path)': \(reason)")
+    }
+    self.file = file
+    (self.id, self.path, self.format, self.origin, self.sampleRate, self.wake, self.pace) =
+      (id, path, format, origin, sampleRate, wake, pace)
+    consumer = TapConsumer(tap: tap, seconds: ringSeconds, sampleRate: Double(sampleRate))
+    let thread = Thread { [self] in writeLoop() }
+    thread.name = "livemic-record-\(id)"
+    thread.start()
+  }
+
+  /// Fault injection for tests (docs/testing.md): `LIVEMIC_FAULT_FINALIZE_DELAY_MS` makes every
+  /// writer wait that long before it finalizes its file, as a slow disk or encoder would.
+  static let finalizeDelayMicroseconds: UInt32 = {
+    guard let text = ProcessInfo.processInfo.environment["LIVEMIC_FAULT_FINALIZE_DELAY_MS"],
+      let ms = UInt32(text), ms <= 60_000
+    else { return 0 }
+    return ms * 1000
+  }()
+
+  /// Creates `folder` and its missing parents (mode 0755); the system's reason when it cannot.
+  static func makeFolders(_ folder: String) -> String? {
+    var path = folder.hasPrefix("/") ? "" : "."
+    for part in folder.split(separator: "/") {
+      path += "/" + part
+      var info = stat()
+      if stat(path, &info) == 0 {
+        if (info.st_mode & S_IFMT) != S_IFDIR { return String(cString: strerror(ENOTDIR)) }
+        continue
+      }
+      if mkdir(path, 0o755) != 0 && errno != EEXIST { return String(cString: strerror(errno)) }
+    }
+    return nil
+  }
+
+  /// The one-sentence reason the writer stopped on its own (write failure), if it did.
+  var failed: String? { failure.withLock { $0 } }
+
+  /// Seconds of audio written so far.
+  var seconds: Double { Double(writtenFrames.load(ordering: .relaxed)) / Double(sampleRate) }
+
+  /// After the consumer has been detached: lets the writer drain the ring, finalize the file and
+  /// end; returns the frames written. Waits at most `timeoutSeconds`.
+  @discardableResult
+  func finish(timeoutSeconds: Double = 10) -> UInt64 {
+    requestStop()
+    _ = done.wait(timeout: .now() + timeoutSeconds)
+    return writtenFrames.load(ordering: .acquiring)
+  }
+
+  /// After the consumer has been detached: asks the writer to drain the ring, finalize the file
+  /// and end, without waiting; it wakes the supervisor when `isFinished`.
+  func requestStop() { stopRequested.store(true, ordering: .releasing) }
+
+  /// True once the writer has finalized the file (or given up on it) and ended.
+  var isFinished: Bool { finished.load(ordering: .acquiring) }
+  private let finished = Atomic<Bool>(false)
+
+  private func writeLoop() {
+    let buffer = UnsafeMutablePointer<Float>.allocate(capacity: 2 * writerChunkFrames)
+    defer {
+      buffer.deallocate()
+      finished.store(true, ordering: .releasing)
+      done.signal()
+      wake.signal()
+    }
+    var lastHeader = DispatchTime.now()
+    while true {
+      let stopping = stopRequested.load(ordering: .acquiring)
+      let n = consumer.read(into: buffer, maxFrames: writerChunkFrames)
+      if n > 0 {
+        errno = 0
+        let written = sf_writef_float(file, buffer, sf_count_t(n))
+        if written != n {
+          let reason = errno != 0 ? String(cString: strerror(errno)) : String(cString: sf_strerror(file))
+          failure.withLock { $0 = "recording '\(path)' stopped: the write failed (\(reason))" }
+          sf_close(file)
+          wake.signal()
+          return
+        }
+        writtenFrames.add(UInt64(n), ordering: .releasing)
+      }
+      if format == .wav
+        && DispatchTime.now().uptimeNanoseconds >= lastHeader.uptimeNanoseconds + 1_000_000_000
+      {
+        sf_command(file, Int32(SFC_UPDATE_HEADER_NOW), nil, 0)
+        lastHeader = .now()
+      }
+      if n == 0 {
+        if stopping { break }
+        pace.rest()
+      }
+    }
+    if Self.finalizeDelayMicroseconds > 0 { usleep(Self.finalizeDelayMicroseconds) }
+    let closed = sf_close(file)
+    if closed != 0 {
+      failure.withLock {
+        $0 = "recording '\(path)' could not be finalized (\(String(cString: sf_error_number(closed))))"
+      }
+    }
+  }
+}
+
+/// The `--stream-out` consumer: a writer thread that sends the output tap, raw float32
+/// interleaved or as a WAV stream of unknown length, to a file, a FIFO (waiting for a reader)
+/// or standard output. When the reader goes away (EPIPE) or a write fails, the stream stops
+/// with one message; nothing else is affected.
+///
+/// Thread: created, stopped and read by the supervisor; the writer thread owns the descriptor.
+final class StreamOut: @unchecked Sendable {
+  enum Format: String { case f32, wav }
+
+  let path: String
+  let format: Format
+  let sampleRate: Int
+  let consumer: TapConsumer
+  private let table: TapTable
+  private let wake: DispatchSemaphore
+  private let pace: WriterPace
+  /// Frames written to the stream.
+  let writtenFrames = Atomic<UInt64>(0)
+  /// True once the destination is open and the consumer attached.
+  let attached = Atomic<Bool>(false)
+  private let stopRequested = Atomic<Bool>(false)
+  private let failure = Locked<String?>(nil)
+  private let done = DispatchSemaphore(value: 0)
+
+  /// Starts the writer thread, which attaches `consumer` to `table` once the destination is open
+  /// and rests at `pace` when the ring is empty.
+  init(
+    path: String, format: Format, sampleRate: Int, table: TapTable, wake: DispatchSemaphore, pace: WriterPace
+  ) {
+    (self.path, self.format, self.sampleRate, self.table, self.wake, self.pace) =
+      (path, format, sampleRate, table, wake, pace)
+    consumer = TapConsumer(tap: .output, seconds: 4, sampleRate: Double(sampleRate))
+    let thread = Thread { [self] in run() }
+    thread.name = "livemic-stream"
+    thread.start()
+  }
+
+  /// Where the stream goes, for messages.
+  var label: String { path == "-" ? "standard output" : "'\(path)'" }
+
+  /// The one-sentence reason the stream stopped on its own, if it did.
+  var failed: String? { failure.withLock { $0 } }
+
+  /// After the consumer has been detached (or was never attached): lets the writer drain and
+  /// close, waiting at most `timeoutSeconds`.
+  func finish(timeoutSeconds: Double = 5) {
+    stopRequested.store(true, ordering: .releasing)
+    _ = done.wait(timeout: .now() + timeoutSeconds)
+  }
+
+  private func fail(_ message: String) {
+    failure.withLock { $0 = "the stream to \(label) stopped: \(message)" }
+    wake.signal()
+  }
+
+  private func run() {
+    defer { done.signal() }
+    guard let fd = open() else { return }
+    defer { if fd != 1 { close(fd) } }
+    // Non-blocking, so a reader that stops reading cannot hold up a stop.
+    _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+    if format == .wav {
+      guard write(fd, Self.wavHeader(sampleRate: sampleRate)) else { return }
+    }
+    guard table.attach(consumer) else { return fail("every tap slot is taken") }
+    attached.store(true, ordering: .releasing)
+    wake.signal()
+    let frames = UnsafeMutablePointer<Float>.allocate(capacity: 2 * writerChunkFrames)
+    defer { frames.deallocate() }
+    while true {
+      let stopping = stopRequested.load(ordering: .acquiring)
+      let n = consumer.read(into: frames, maxFrames: writerChunkFrames)
+      if n > 0 {
+        let bytes = UnsafeRawBufferPointer(start: frames, count: n * TapConsumer.bytesPerFrame)
+        guard write(fd, bytes) else { return }
+        writtenFrames.add(UInt64(n), ordering: .releasing)
+      } else if stopping {
+        return
+      } else {
+        pace.rest()
+      }
+    }
+  }
+
+  /// Opens the destination: standard output, a FIFO (polling until a reader opens it, or until
+  /// stopped) or a file (created or truncated). Nil after reporting a failure or a stop.
+  private func open() -> Int32? {
+    if path == "-" { return 1 }
+    var info = stat()
+    let isFifo = stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFIFO
+    if !isFifo {
+      let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+      if fd < 0 { fail("it cannot be opened (\(String(cString: strerror(errno))))") }
+      return fd >= 0 ? fd : nil
+    }
+    while !stopRequested.load(ordering: .acquiring) {
+      let fd = Glibc.open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
+      if fd >= 0 { return fd }
+      guard errno == ENXIO || errno == EINTR else {
+        fail("the FIFO cannot be opened (\(String(cString: strerror(errno))))")
+        return nil
+      }
+      usleep(50_000)  // no reader yet
+    }
+    return nil
+  }
+
+  /// Writes all of `bytes`, waiting while the reader is slow; false when the reader went away
+  /// or the write failed (reported), or when stopped while the reader does not read.
+  private func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
+    guard let base = bytes.baseAddress else { return true }
+    var sent = 0
+    while sent < bytes.count {
+      let n = Glibc.write(fd, base + sent, bytes.count - sent)
+      if n > 0 {
+        sent += n
+        continue
+      }
+      if n < 0 && errno == EINTR { continue }
+      if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+        if stopRequested.load(ordering: .acquiring) { return false }
+        var ready = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+        _ = poll(&ready, 1, 50)
+        continue
+      }
+      fail(errno == EPIPE ? "the reader went away" : "a write failed (\(String(cString: strerror(errno))))")
+      return false
+    }
+    return true
+  }
+
+  private func write(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+    bytes.withUnsafeBytes { write(fd, $0) }
+  }
+
+  /// A 46-byte WAV header for 32-bit float stereo (an 18-byte `fmt ` chunk, as
+  /// WAVE_FORMAT_IEEE_FLOAT wants) whose lengths say "unknown" (0xFFFFFFFF), as streaming readers
+  /// (ffmpeg, sox) accept.
+  static func wavHeader(sampleRate: Int) -> [UInt8] {
+    var h: [UInt8] = []
+    func u32(_ v: UInt32) { h += withUnsafeBytes(of: v.littleEndian) { Array($0) } }
+    func u16(_ v: UInt16) { h += withUnsafeBytes(of: v.littleEndian) { Array($0) } }
+    h += Array("RIFF".utf8)
+    u32(0xFFFF_FFFF)
+    h += Array("WAVEfmt ".utf8)
+    u32(18)
+    u16(3)  // IEEE float
+    u16(2)
+    u32(UInt32(sampleRate))
+    u32(UInt32(sampleRate * TapConsumer.bytesPerFrame))
+    u16(UInt16(TapConsumer.bytesPerFrame))
+    u16(32)
+    u16(0)  // no extension
+    h += Array("data".utf8)
+    u32(0xFFFF_FFFF)
+    return h
+  }
+}

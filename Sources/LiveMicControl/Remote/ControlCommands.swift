@@ -1,0 +1,225 @@
+import DSP
+import Foundation
+import LiveMicEngine
+import LiveMicPresets
+
+/// The control socket's commands, run on the supervisor's thread (see docs/control.md).
+extension LiveSession {
+  /// Answers one request with one JSON line: `{"ok": true, ...}` or `{"ok": false, "error": ...}`.
+  func answer(_ request: [String: JSONValue], client: JackClient, state: ProcessState) -> String {
+    let name = request["cmd"]?.string ?? ""
+    do throws(ControlError) {
+      let result: [String: Any]
+      switch ControlProtocol.Command(rawValue: name) {
+      case .status: result = status(client, state)
+      case .get: result = try get(request)
+      case .set: result = try set(request)
+      case .preset: result = try preset(request, client, state)
+      case .mute: result = mute(try Self.muteMode(request), client, state)
+      case .unmute: result = unmute(client, state)
+      case .route: result = try routeCommand(request, client, state)
+      case .connections: result = ["connections": connections(client)]
+      case .meters: result = currentMeters(state).fields
+      case .record: result = try record(request, client)
+      case .loudness: result = try loudnessCommand(request)
+      case .learn, .subscribe, .unsubscribe, nil:
+        // learn is answered by the supervisor's loop, subscriptions by the connection's thread.
+        throw ControlError(
+          "unknown command '\(name)' (commands: \(ControlProtocol.commandList))",
+          code: "control.unknown-command")
+      }
+      return Self.encode(["ok": true].merging(result) { a, _ in a })
+    } catch {
+      return ControlServer.error(error.message, code: error.code)
+    }
+  }
+
+  /// Starts waiting for a MIDI controller to move on `midi_in` for `learn`: the request is
+  /// answered by `pollLearns` when one moves (it is then mapped to the key) or after 10 s, and
+  /// other requests are answered meanwhile. A bad key is answered at once.
+  func startLearn(_ pending: ControlServer.Pending, _ state: ProcessState) {
+    guard let key = pending.request["key"]?.string else {
+      return pending.answer(ControlServer.error("\"learn\" needs a \"key\" string"))
+    }
+    guard let p = chain.parameter(key), p.spec.kind != .output else {
+      return pending.answer(ControlServer.error("'\(key)' is not a settable parameter of the running chain"))
+    }
+    let seen = state.midi.lastMoved.load(ordering: .relaxed) >> 16
+    learning.append(Learning(pending: pending, key: key, seen: seen, deadline: .now() + .seconds(10)))
+  }
+
+  /// Answers the `learn` requests whose controller moved or whose wait is over.
+  func pollLearns(_ state: ProcessState) {
+    guard !learning.isEmpty else { return }
+    let moved = state.midi.lastMoved.load(ordering: .relaxed)
+    let now = DispatchTime.now()
+    for learn in learning {
+      if moved >> 16 != learn.seen {
+        let (channel, cc, key) = (Int(moved >> 8 & 0xFF), Int(moved & 0x7F), learn.key)
+        midiMappings.removeAll { $0.cc == cc && ($0.channel == nil || $0.channel == channel + 1) }
+        midiMappings.append(MidiMapping(cc: cc, channel: channel + 1, key: key))
+        bindMidi(state)
+        Log.info("MIDI CC \(cc) on channel \(channel + 1) now sets '\(key)'")
+        learn.pending.answer(Self.encode(["ok": true, "cc": cc, "channel": channel + 1, "key": key]))
+      } else if now >= learn.deadline {
+        learn.pending.answer(ControlServer.error("no MIDI controller moved on midi_in within 10 s"))
+      }
+    }
+    learning.removeAll { moved >> 16 != $0.seen || now >= $0.deadline }
+  }
+
+  /// Answers every waiting `learn` with `reason` (the server went away, LiveMic stops).
+  func abandonLearns(_ reason: String) {
+    for learn in learning { learn.pending.answer(ControlServer.error(reason)) }
+    learning.removeAll()
+  }
+
+  /// `last_missed_cycle` of `status`: the latest gap in the server's frame times (its frame
+  /// time, frames missing, and its number in `missed_cycles`), and `recent_missed_cycles`, the
+  /// last `MissedCycleHistory.capacity` of them; absent before the first.
+  private static func missedCycleStatus(_ state: ProcessState) -> [String: Any] {
+    guard let gap = MissedCycle(packed: state.lastMissedCycle.load(ordering: .relaxed)) else { return [:] }
+    let count = state.missedCycles.load(ordering: .relaxed)
+    let fields = { (gap: MissedCycle) -> [String: Any] in
+      [
+        "expected_frame_time": Int(gap.expectedFrameTime), "missing_frames": Int(gap.missingFrames),
+        "number": Int(gap.number(countAfter: count)),
+      ]
+    }
+    // Only the gaps of the last `capacity` numbers (older slots were overwritten or are stale).
+    let recent = state.recentMissedCycles.gaps.filter {
+      let number = $0.number(countAfter: count)
+      return number <= count && number + UInt64(MissedCycleHistory.capacity) > count
+    }
+    .sorted { $0.number(countAfter: count) < $1.number(countAfter: count) }
+    return ["last_missed_cycle": fields(gap), "recent_missed_cycles": recent.map(fields)]
+  }
+
+  private func status(_ client: JackClient, _ state: ProcessState) -> [String: Any] {
+    let stages: [[String: Any]] = chain.stages.map { stage in
+      let bypass = chain.parameter("\(stage.id).bypass").map { chain.targets.value($0.index) >= 0.5 } ?? false
+      var fields: [String: Any] = ["id": stage.id, "bypassed": bypass, "latency_frames": stage.latencyFrames]
+      if let mode = modes.first(where: { $0.id == stage.id }) { fields.merge(mode.fields) { a, _ in a } }
+      return fields
+    }
+    return [
+      "client": client.name, "server": serverLabel, "sample_rate": Int(client.sampleRate),
+      "buffer_frames": Int(client.events.bufferFrames.load(ordering: .relaxed)),
+      "latency_frames": chain.latencyFrames, "xruns": Int(client.events.xruns.load(ordering: .relaxed)),
+      "dsp_load_percent": Double(client.cpuLoadPercent), "preset": presetName,
+      "cycles": Int(state.cycles.load(ordering: .relaxed)),
+      "missed_cycles": Int(state.missedCycles.load(ordering: .relaxed)), "chain": stages,
+      "denormals_flushed": state.denormalsFlushed.load(ordering: .relaxed),
+      "freewheeling": client.events.freewheeling.load(ordering: .relaxed),
+    ].merging(stateStatus) { a, _ in a }.merging(Self.missedCycleStatus(state)) { a, _ in a }.merging(
+      tapStatus
+    ) { a, _ in a }.merging(
+      loudnessStatus
+    ) { a, _ in a }
+  }
+
+  func get(_ request: [String: JSONValue]) throws(ControlError) -> [String: Any] {
+    if let key = request["key"] {
+      guard let name = key.string else { throw ControlError("\"key\" must be a string") }
+      guard let p = chain.parameter(name) else {
+        throw ControlError("'\(name)' is not a parameter of the running chain")
+      }
+      return ["values": [name: Double(chain.targets.value(p.index))]]
+    }
+    var values: [String: Double] = [:]
+    for p in chain.parameters { values[p.key] = Double(chain.targets.value(p.index)) }
+    return ["values": values]
+  }
+
+  func set(_ request: [String: JSONValue]) throws(ControlError) -> [String: Any] {
+    guard let key = request["key"]?.string else { throw ControlError("\"set\" needs a \"key\" string") }
+    guard let p = chain.parameter(key) else {
+      throw ControlError("'\(key)' is not a parameter of the running chain")
+    }
+    guard p.spec.kind != .output else {
+      throw ControlError("'\(key)' is read-only (a value the stage reports)")
+    }
+    guard let raw = request["value"] else { throw ControlError("\"set\" needs a \"value\"") }
+    guard let value = raw.number.map(Float.init) ?? raw.bool.map({ $0 ? 1 : 0 }) else {
+      throw ControlError("the value of '\(key)' must be a number (or true/false)")
+    }
+    guard value.isFinite, value >= p.spec.minimum, value <= p.spec.maximum else {
+      throw ControlError(
+        "\(format(value)) is outside the range of '\(key)' (\(format(p.spec.minimum)) to \(format(p.spec.maximum)))"
+      )
+    }
+    let used = chain.set(key, value) ?? value
+    return ["key": key, "value": Double(used)]
+  }
+
+  private func preset(_ request: [String: JSONValue], _ client: JackClient, _ state: ProcessState)
+    throws(ControlError) -> [String: Any]
+  {
+    guard let action = request["action"]?.string.flatMap(ControlProtocol.PresetAction.init(rawValue:)) else {
+      throw ControlError("\"preset\" needs \"action\": \"load\" or \"save\"")
+    }
+    guard let name = request["name"]?.string, !name.isEmpty else {
+      throw ControlError("\"preset \(action.rawValue)\" needs a \"name\" string")
+    }
+    if action == .save {
+      let path: String
+      do {
+        path = try PresetWriter.save(
+          name, entries: entries, chain: chain, plugins: plugins, route: route?.patterns ?? [],
+          inputRoute: inputRoute?.patterns ?? [], midi: midiMappings)
+      } catch { throw ControlError(error) }
+      Log.info("preset saved to '\(path)'")
+      return ["path": path]
+    }
+    let previous = options.preset
+    options.preset = name
+    if let failure = reloadPreset(client, state: state, reason: "control") {
+      options.preset = previous
+      throw ControlError(failure)
+    }
+    return ["preset": presetName]
+  }
+
+  /// The mode of a `mute` request (default `ramp`).
+  static func muteMode(_ request: [String: JSONValue]) throws(ControlError) -> MuteMode {
+    let name = request["mode"]?.string ?? MuteMode.ramp.rawValue
+    guard let mode = MuteMode(rawValue: name) else {
+      throw ControlError("mute mode '\(name)' is not one of ramp, input, suspend")
+    }
+    return mode
+  }
+
+  private func connections(_ client: JackClient) -> [String: [String]] {
+    var result: [String: [String]] = [:]
+    for (port, _) in client.allPortNames { result[port] = client.connections(of: port) }
+    return result
+  }
+
+  static func encode(_ object: [String: Any]) -> String {
+    guard
+      let data = try? JSONSerialization.data(
+        withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+    else { return ControlServer.error("internal error: the response could not be encoded") }
+    return String(decoding: data, as: UTF8.self)
+  }
+}
+
+/// A `learn` request waiting for a MIDI controller to move: the controller counter seen when it
+/// arrived, and when the wait is over.
+struct Learning {
+  let pending: ControlServer.Pending
+  let key: String
+  let seen: UInt64
+  let deadline: DispatchTime
+}
+
+/// A control request that cannot be done; the message is one sentence, the code names the
+/// reason (`control.refused` unless the request's own error had one).
+struct ControlError: CodedError {
+  let message: String
+  let code: String
+  init(_ message: String, code: String = "control.refused") { (self.message, self.code) = (message, code) }
+  /// The control answer for a subsystem's error: its message and its code.
+  init(_ error: some CodedError) { (message, code) = (error.description, error.code) }
+  var description: String { message }
+}

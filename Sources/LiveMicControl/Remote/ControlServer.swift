@@ -1,0 +1,255 @@
+import DSP
+import Foundation
+import LiveMicPresets
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// The control socket: a Unix domain socket at `$XDG_RUNTIME_DIR/livemic/NAME.sock` (mode 0600,
+/// in a 0700 directory; `/tmp/livemic-UID/` when the variable is unset) speaking line-delimited
+/// JSON, one request line, one response line (see docs/control.md).
+///
+/// Each connection has its own thread, which only parses; the request itself is handed to the
+/// supervisor (`takeRequests`) and the connection waits for its answer, so every command runs
+/// on the supervisor's thread. A connection that sends `{"cmd":"subscribe","topics":[...]}`
+/// also receives stream lines (`{"stream":"meters",...}`, `{"stream":"event",...}`) written by
+/// the supervisor through `broadcast`, never blocking it: a subscriber too slow to take a line
+/// misses it, and one left with half a line is disconnected. Never real-time.
+final class ControlServer: @unchecked Sendable {
+  /// The topics a connection can subscribe to.
+  static let topics = ControlProtocol.topics
+
+  /// One client connection: its socket, a lock so responses and stream lines never interleave
+  /// mid-line, and the topics it follows.
+  final class Connection: @unchecked Sendable {
+    let fd: Int32
+    private let followed = Locked<Set<String>>([])
+    /// Held while a line is written; false once the connection is closed for writing.
+    private let writer = Locked<Bool>(true)
+    init(fd: Int32) { self.fd = fd }
+
+    var topics: Set<String> {
+      get { followed.withLock { $0 } }
+      set { followed.withLock { $0 = newValue } }
+    }
+
+    /// Writes one line. `blocking: false` (stream lines) gives up rather than wait: when a
+    /// response is being written, when the peer's buffer is full, and it closes the connection
+    /// if only part of the line went out.
+    func send(_ line: String, blocking: Bool) -> Bool {
+      let bytes = Array((line + "\n").utf8)
+      if blocking { return writer.withLock { open in write(bytes, blocking: true, &open) } }
+      return writer.withLockIfAvailable { open in write(bytes, blocking: false, &open) } ?? false
+    }
+
+    private func write(_ bytes: [UInt8], blocking: Bool, _ open: inout Bool) -> Bool {
+      guard open else { return false }
+      var sent = 0
+      while sent < bytes.count {
+        let flags = Int32(MSG_NOSIGNAL) | (blocking ? 0 : Int32(MSG_DONTWAIT))
+        let n = bytes[sent...].withUnsafeBufferPointer { Glibc.send(fd, $0.baseAddress, $0.count, flags) }
+        if n > 0 {
+          sent += n
+          continue
+        }
+        if n < 0 && errno == EINTR { continue }
+        if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && sent == 0 { return false }
+        // A broken peer, or half a line written: the stream can no longer be read as lines.
+        open = false
+        Glibc.shutdown(fd, Int32(SHUT_RDWR))
+        return false
+      }
+      return true
+    }
+  }
+
+  /// A request waiting for the supervisor, and where its answer goes.
+  final class Pending: @unchecked Sendable {
+    let request: [String: JSONValue]
+    private let done = DispatchSemaphore(value: 0)
+    private(set) var response = ""
+    init(_ request: [String: JSONValue]) { self.request = request }
+    func answer(_ line: String) {
+      response = line
+      done.signal()
+    }
+    func wait() -> String {
+      done.wait()
+      return response
+    }
+  }
+
+  let path: String
+  private let listener: Int32
+  private let queue = Locked<[Pending]>([])
+  private let subscribers = Locked<[Connection]>([])
+  private let wake: DispatchSemaphore
+
+  /// The socket path for a client name.
+  static func socketPath(name: String) -> String { ControlProtocol.socketPath(name: name) }
+
+  /// Binds and listens; `wake` is signalled when a request arrives.
+  init(name: String, wake: DispatchSemaphore) throws(SessionError) {
+    path = Self.socketPath(name: name)
+    self.wake = wake
+    let directory = (path as NSString).deletingLastPathComponent
+    mkdir(directory, 0o700)
+    unlink(path)
+    listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    let bytes = Array(path.utf8)
+    guard listener >= 0, bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+      throw .control(path: path, reason: "the path is too long or no socket is available")
+    }
+    withUnsafeMutableBytes(of: &address.sun_path) { raw in
+      for (i, b) in bytes.enumerated() { raw[i] = b }
+      raw[bytes.count] = 0
+    }
+    let old = umask(0o177)  // the socket file is created 0600
+    let bound = withUnsafePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+      }
+    }
+    umask(old)
+    guard bound == 0, listen(listener, 8) == 0 else {
+      close(listener)
+      throw .control(path: path, reason: String(cString: strerror(errno)))
+    }
+    chmod(path, 0o600)
+    let thread = Thread { [unowned self] in self.acceptLoop() }
+    thread.name = "livemic-control"
+    thread.start()
+  }
+
+  /// Removes the socket file.
+  func shutdown() {
+    Glibc.shutdown(listener, Int32(SHUT_RDWR))
+    close(listener)
+    unlink(path)
+  }
+
+  /// The requests that arrived since the last call (supervisor thread).
+  func takeRequests() -> [Pending] {
+    queue.withLock { q in
+      defer { q.removeAll() }
+      return q
+    }
+  }
+
+  /// True when some connection follows `topic` (the supervisor then reads meters at 20 Hz).
+  func hasSubscribers(_ topic: String) -> Bool {
+    subscribers.withLock { $0.contains { $0.topics.contains(topic) } }
+  }
+
+  /// Writes a stream line to every connection that follows `topic`, without waiting for any.
+  /// Thread: the supervisor.
+  func broadcast(_ topic: String, _ line: String) {
+    let targets = subscribers.withLock { $0.filter { $0.topics.contains(topic) } }
+    for connection in targets { _ = connection.send(line, blocking: false) }
+  }
+
+  private func acceptLoop() {
+    while true {
+      let fd = accept(listener, nil, nil)
+      if fd < 0 {
+        if errno == EINTR { continue }
+        return
+      }
+      let thread = Thread { [unowned self] in self.serve(fd) }
+      thread.start()
+    }
+  }
+
+  /// Reads request lines until the peer closes; a malformed line gets an error response and
+  /// the connection goes on.
+  private func serve(_ fd: Int32) {
+    let connection = Connection(fd: fd)
+    defer {
+      subscribers.withLock { $0.removeAll { $0 === connection } }
+      close(fd)
+    }
+    var pending = Data()
+    var chunk = [UInt8](repeating: 0, count: 4096)
+    while true {
+      let n = read(fd, &chunk, chunk.count)
+      if n < 0 && errno == EINTR { continue }
+      if n <= 0 { return }
+      pending.append(contentsOf: chunk[0..<n])
+      if pending.count > 1 << 20 {
+        _ = connection.send(
+          Self.error("a request line is longer than 1 MiB", code: "control.line-too-long"), blocking: true)
+        return
+      }
+      while let newline = pending.firstIndex(of: 10) {
+        let line = pending[pending.startIndex..<newline]
+        pending = Data(pending[(newline + 1)...])
+        if line.allSatisfy({ $0 == 32 || $0 == 13 }) { continue }
+        let response = handle(Data(line), connection)
+        if !connection.send(response, blocking: true) { return }
+      }
+    }
+  }
+
+  private func handle(_ line: Data, _ connection: Connection) -> String {
+    let value: JSONValue
+    do { value = try JSONValue.parse(line) } catch {
+      return Self.error("the request is not valid JSON (\(error.reason))", code: "control.malformed-json")
+    }
+    guard let object = value.object else {
+      return Self.error("the request must be a JSON object", code: "control.not-an-object")
+    }
+    guard let command = object["cmd"]?.string else {
+      return Self.error("the request has no \"cmd\" string", code: "control.no-command")
+    }
+    switch command {
+    case "subscribe", "unsubscribe": return subscription(command, object, connection)
+    default: return submit(object)
+    }
+  }
+
+  /// `subscribe` adds topics (all when "topics" is absent), `unsubscribe` removes them (all
+  /// when absent); the answer lists the topics now followed.
+  private func subscription(_ command: String, _ object: [String: JSONValue], _ connection: Connection)
+    -> String
+  {
+    var named = Set(Self.topics)
+    if let given = object["topics"] {
+      guard let list = given.array?.compactMap(\.string), list.count == given.array?.count else {
+        return Self.error("\"topics\" must be a list of strings (\(Self.topics.joined(separator: ", ")))")
+      }
+      if let unknown = list.first(where: { !Self.topics.contains($0) }) {
+        return Self.error("unknown topic '\(unknown)' (topics: \(Self.topics.joined(separator: ", ")))")
+      }
+      named = Set(list)
+    }
+    let now = subscribers.withLock { list in
+      if command == "subscribe" {
+        connection.topics.formUnion(named)
+        if !list.contains(where: { $0 === connection }) { list.append(connection) }
+      } else {
+        connection.topics.subtract(named)
+      }
+      return connection.topics
+    }
+    if command == "subscribe" { wake.signal() }  // meters start at once
+    return "{\"ok\":true,\"topics\":[" + now.sorted().map { EventStream.quote($0) }.joined(separator: ",")
+      + "]}"
+  }
+
+  /// Hands a request to the supervisor and waits for its answer (any thread but the
+  /// supervisor's: the OSC door uses it too).
+  func submit(_ object: [String: JSONValue]) -> String {
+    let request = Pending(object)
+    queue.withLock { $0.append(request) }
+    wake.signal()
+    return request.wait()
+  }
+
+  static func error(_ message: String, code: String = "control.refused") -> String {
+    "{\"ok\":false,\"error\":\(EventStream.quote(message)),\"code\":\(EventStream.quote(code))}"
+  }
+}

@@ -1,0 +1,113 @@
+import Foundation
+import LiveMicEngine
+import LiveMicPresets
+
+/// Following the routes: the loss rule (mute first, then the fallback), the route command and
+/// a preset's route. Thread: the supervisor.
+extension LiveSession {
+  /// Re-evaluates both routes after the graph changed and follows them.
+  func followRoutes(_ client: JackClient, _ state: ProcessState) {
+    if let inputRoute, let change = inputRoute.update(client) { follow(change, inputRoute, client, state) }
+    if let route, let change = route.update(client) { follow(change, route, client, state) }
+  }
+
+  /// Makes a planned route change and reports it. When the output's current target was lost,
+  /// the output is muted first and the fallback connected only once the ramp is silent; it
+  /// stays muted (`--on-route-loss mute`) or ramps up again (`continue`). Any other change (a
+  /// more preferred target of the user's list, an override, a new default) moves without muting.
+  func follow(
+    _ change: RouteController.Change, _ controller: RouteController, _ client: JackClient,
+    _ state: ProcessState
+  ) {
+    // The route, not the book, decides where these ports go: the old targets are not made again.
+    let ours = controller.isOutput ? client.outputPortNames : client.inputPortNames
+    for (i, old) in change.from.enumerated()
+    where i < ours.count && (i >= change.to.count || change.to[i] != old) {
+      book.forget(String(ours[i].split(separator: ":", maxSplits: 1).last ?? ""), old)
+    }
+    let direction = controller.isOutput ? "output" : "input"
+    guard controller.isOutput && change.mute else {
+      controller.commit(change, client: client, book: book)
+      report(change, direction: direction)
+      return
+    }
+    let wasSilent = supervisorState.audio.outputSilent
+    transition(.routeLost, reason: "route lost: \(change.reason)", client: client, state: state)
+    if !wasSilent {
+      Log.info("output muted (route lost): unmute with 'livemic ctl unmute' or SIGUSR1")
+      stream.emit("muted", ["reason": .string(change.reason), "code": .string(change.code.rawValue)])
+    }
+    if !waitUntilSilent(state) { Log.error("the output did not ramp to silence in 300 ms; moving anyway") }
+    controller.commit(change, client: client, book: book)
+    report(change, direction: direction)
+    guard controller.policy == .continue else { return }
+    // Only the route's own mute is lifted: a mute mode set by the user stays.
+    transition(.routeContinued, reason: "route: --on-route-loss continue", client: client, state: state)
+    guard !supervisorState.audio.outputSilent && wasSilent == false else { return }
+    Log.info("output unmuted (route: --on-route-loss continue; ramping up over 1 s)")
+    stream.emit("unmuted", ["reason": .string("route"), "code": .string(change.code.rawValue)])
+  }
+
+  /// A loaded preset's route becomes the persistent default (when it has one).
+  func applyPresetRoute(_ preset: Preset, _ client: JackClient, _ state: ProcessState) {
+    let reason = "preset '\(preset.name)' loaded"
+    if !preset.routeOut.isEmpty, let route, route.patterns != preset.routeOut,
+      let change = route.setDefault(preset.routeOut, client: client, reason: reason)
+    {
+      follow(change, route, client, state)
+    }
+    guard !preset.routeIn.isEmpty else { return }
+    let input = inputRoute ?? RouteController(patterns: [], policy: .continue, isOutput: false)
+    inputRoute = input
+    if input.patterns != preset.routeIn,
+      let change = input.setDefault(preset.routeIn, client: client, reason: reason)
+    {
+      follow(change, input, client, state)
+    }
+  }
+
+  /// `route` (show), `route override`, `route clear`, `route default`: the requested route,
+  /// the effective target, the actual connections and the candidates available now.
+  func routeCommand(_ request: [String: JSONValue], _ client: JackClient, _ state: ProcessState)
+    throws(ControlError) -> [String: Any]
+  {
+    guard let controller = route else { throw ControlError("LiveMic has no output route") }
+    let name = request["action"]?.string ?? ControlProtocol.RouteAction.show.rawValue
+    var change: RouteController.Change?
+    func list(_ key: String) -> [String]? {
+      if let list = request[key]?.array { return list.compactMap(\.string) }
+      return request[key]?.string.map {
+        $0.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }
+      }
+    }
+    switch ControlProtocol.RouteAction(rawValue: name) {
+    case .show: break
+    case .override:
+      guard let ports = list("ports") else {
+        throw ControlError("\"route override\" needs \"ports\": one or two playback port names")
+      }
+      do { change = try controller.setOverride(ports, client: client) } catch {
+        throw ControlError(error)
+      }
+    case .clear:
+      change = controller.clearOverride(client: client)
+    case .default:
+      guard let patterns = list("patterns"), !patterns.isEmpty else {
+        throw ControlError("\"route default\" needs \"patterns\": one or more port-name patterns")
+      }
+      change = controller.setDefault(patterns, client: client, reason: "the default route was changed")
+    case nil:
+      throw ControlError("unknown route action '\(name)' (show, override, clear, default)")
+    }
+    if let change { follow(change, controller, client, state) }
+    var connections: [String: [String]] = [:]
+    for (port, _) in client.allPortNames { connections[port] = client.connections(of: port) }
+    var result: [String: Any] = [
+      "default": controller.patterns.isEmpty ? controller.fixedDefault : controller.patterns,
+      "requested": controller.requested, "effective": controller.preferred(client).targets,
+      "targets": controller.current, "candidates": controller.candidates(client), "connections": connections,
+    ]
+    result["override"] = controller.override ?? NSNull()
+    return result
+  }
+}

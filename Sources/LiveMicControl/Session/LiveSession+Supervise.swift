@@ -1,0 +1,324 @@
+import DSP
+import Dispatch
+import Foundation
+import LV2Host
+import LiveMicEngine
+import LiveMicPresets
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// The supervisor's loop and its reconnection after a server loss. Thread: the supervisor.
+extension LiveSession {
+  /// Reopens the client under the same name once a server of the same name accepts clients
+  /// again (retrying after 20 ms, backing off to 1 s), re-prepares the chain if the sample rate
+  /// changed (keeping every parameter value), restarts audio with the start-quiet ramp and
+  /// restores every connection the ports had. Nil when asked to stop meanwhile.
+  func reconnect(closing dead: JackClient) -> (JackClient, ProcessState)? {
+    let lostAt = DispatchTime.now()
+    var dead: JackClient? = dead
+    book.serverLost()
+    var delayMilliseconds = 20
+    var nextAttempt = DispatchTime.now() + .milliseconds(delayMilliseconds)
+    var attempt = 0
+    abandonLearns("the JACK server went away before a MIDI controller moved")
+    defer { JackMessages.setQuiet(false) }
+    while true {
+      if stopRequested.load(ordering: .acquiring) { return nil }
+      _ = wake.wait(timeout: nextAttempt)
+      if stopRequested.load(ordering: .acquiring) { return nil }
+      // The control door stays open while the server is away.
+      for request in control?.takeRequests() ?? [] { request.answer(answerWhileAway(request.request)) }
+      pollFinishingRecordings()
+      guard DispatchTime.now() >= nextAttempt else { continue }
+      attempt += 1
+      transition(.attempt, reason: "attempt \(attempt)")
+      delayMilliseconds = min(delayMilliseconds * 2, 1000)
+      nextAttempt = .now() + .milliseconds(delayMilliseconds)
+      let opened = openBeside(closing: dead)
+      dead = nil
+      if stopRequested.load(ordering: .acquiring) {
+        opened?.close()
+        return nil
+      }
+      guard let client = opened else { continue }
+      if client.sampleRate != chain.sampleRate {
+        do {
+          let built = try ChainBuilder.build(entries, settings: settings(for: client))
+          report(skipped: built.skipped)
+          for p in chain.parameters where p.spec.kind != .output {
+            built.chain.set(p.key, chain.targets.value(p.index))
+          }
+          chain = built.chain
+          plugins = built.plugins
+          Log.info("sample rate is now \(Int(client.sampleRate)) Hz: the chain was re-prepared")
+        } catch {
+          Log.error("cannot re-prepare the chain at \(Int(client.sampleRate)) Hz: \(error.description)")
+          client.close()
+          continue
+        }
+      }
+      let state: ProcessState
+      do { state = try start(client, chain: chain) } catch {
+        Log.error(error.description)
+        client.close()
+        continue
+      }
+      transition(.reconnected, reason: "the server is back")
+      bindMidi(state)
+      if supervisorState.audio.clientActive {
+        book.restore(client)
+        if let change = route?.apply(client, book: book) { report(change, direction: "output") }
+        if let change = inputRoute?.apply(client, book: book) { report(change, direction: "input") }
+      } else {
+        // A new client starts active (and silent): suspended again, as it was; the book keeps
+        // the connections for the unmute.
+        client.deactivate()
+      }
+      let ms = Double(DispatchTime.now().uptimeNanoseconds - lostAt.uptimeNanoseconds) / 1e6
+      stream.emit(
+        "reconnected",
+        [
+          "server": .string(serverLabel), "ms": .double(ms), "sample_rate": .int(Int(client.sampleRate)),
+          "buffer_frames": .int(client.bufferFrames), "restored": .int(book.restoredCount),
+          "waiting": .int(book.pendingCount),
+        ])
+      Log.info(
+        "reconnected to '\(serverLabel)' after " + String(format: "%.0f", ms) + " ms: "
+          + "\(Int(client.sampleRate)) Hz, \(client.bufferFrames) frames per period, "
+          + "\(book.restoredCount) connection(s) restored"
+          + (book.pendingCount > 0 ? ", \(book.pendingCount) waiting for their ports or clients" : ""))
+      return (client, state)
+    }
+  }
+
+  /// Closes `dead` (when given) and opens a new client on a thread beside the request loop,
+  /// answering requests meanwhile: either can take seconds on a server that is going away. Nil
+  /// when the open failed, or (the thread then finishes alone) when a stop was requested.
+  func openBeside(closing dead: JackClient?) -> JackClient? {
+    let result = OpenResult()
+    let (name, server, wake) = (options.clientName, options.serverName, wake)
+    let thread = Thread {
+      dead?.close()
+      let client = try? JackClient(name: name, server: server, wake: wake)
+      result.state.withLock { $0 = (true, client) }
+      wake.signal()
+    }
+    thread.name = "livemic-reconnect"
+    thread.start()
+    while true {
+      let (done, client) = result.state.withLock { $0 }
+      if done { return client }
+      if stopRequested.load(ordering: .acquiring) { return nil }
+      _ = wake.wait(timeout: .now() + .milliseconds(50))
+      for request in control?.takeRequests() ?? [] { request.answer(answerWhileAway(request.request)) }
+    }
+  }
+
+  /// What the thread of `openBeside` hands back: done, and the client it opened (if any).
+  final class OpenResult: @unchecked Sendable {
+    let state = Locked<(Bool, JackClient?)>((false, nil))
+  }
+
+  enum Outcome { case stop, serverLost }
+
+  /// What the supervisor remembers from one wake to the next about one client.
+  struct Watch {
+    var reportedXruns: UInt64 = 0
+    var lastXrunReport = DispatchTime(uptimeNanoseconds: 0)
+    var bufferFrames: UInt32
+    var sampleRate: UInt32
+    var freewheel: FreewheelWatch
+    var nextLivenessProbe = DispatchTime.now()
+  }
+
+  /// Watches the engine's events until asked to stop or the server goes away: each wake runs
+  /// the steps below in turn.
+  func supervise(_ client: JackClient, state: ProcessState) -> Outcome {
+    let events = client.events
+    var watch = Watch(
+      bufferFrames: events.bufferFrames.load(ordering: .relaxed),
+      sampleRate: events.sampleRate.load(ordering: .relaxed),
+      freewheel: FreewheelWatch(droppedAtStart: dropCounts))
+    // A server that went away freewheeling leaves the writers at their real-time pace.
+    defer { if watch.freewheel.on { paceWriters(freewheeling: false) } }
+    xrunHistory.removeAll()  // a new client counts from zero
+    graphSettled = nil
+    while true {
+      _ = events.wake.wait(timeout: nextWake(watch))
+      // First of all: a freewheel start speeds the writers up at once.
+      followFreewheel(&watch.freewheel, events)
+      streamMeters(state)
+      if stopRequested.load(ordering: .acquiring) { return stop(client, state) }
+      // Suspended (deactivated) on PipeWire, nothing reports a server loss: ask once a second.
+      if suspended && DispatchTime.now() >= watch.nextLivenessProbe {
+        watch.nextLivenessProbe = .now() + .seconds(1)
+        if !client.serverAnswers() { events.serverLost.store(true, ordering: .releasing) }
+      }
+      if events.serverLost.load(ordering: .acquiring) { return .serverLost }
+      answerSessionSaves(client)
+      superviseTapConsumers(audioRunning: !suspended)
+      answerRequests(client, state)
+      pollLearns(state)
+      pollFinishingRecordings()
+      swapUnderway = state.slot.collect()
+      client.applyRequestedLatency()
+      followLatency(client)
+      emitHealthEvery10Seconds(client, state)
+      followPresetFile(client, state)
+      followGraph(client, state)
+      if unmuteRequested.exchange(false, ordering: .acquiringAndReleasing) { _ = unmute(client, state) }
+      reportXruns(client, &watch)
+      for plugin in plugins {
+        for line in plugin.drainLog() { Log.info("plugin '\(plugin.id)': \(line)") }
+      }
+      reportFormatChanges(events, &watch)
+    }
+  }
+
+  /// When the supervisor must wake at the latest: its timers, faster while a MIDI learn waits
+  /// (5 ms), a swap is collected (10 ms) or a suspended client's server is probed.
+  private func nextWake(_ watch: Watch) -> DispatchTime {
+    var due = min(
+      nextWakeTimeout(), book.nextRetry ?? .distantFuture, graphSettled ?? .distantFuture,
+      nextFinishingDeadline ?? .distantFuture)
+    if !learning.isEmpty { due = min(due, .now() + .milliseconds(5)) }
+    // A reload does not wait for its fade: the old chain is collected here (and the swap a
+    // later reload left waiting can begin).
+    if swapUnderway { due = min(due, .now() + .milliseconds(10)) }
+    if suspended { due = min(due, watch.nextLivenessProbe) }
+    return due
+  }
+
+  /// Stops on a signal: fades the output out (at most 300 ms), closes the client, logs.
+  private func stop(_ client: JackClient, _ state: ProcessState) -> Outcome {
+    transition(.stop, reason: "signal")
+    abandonLearns("LiveMic stopped before a MIDI controller moved")
+    state.ramp.fadeOut()
+    let deadline = DispatchTime.now() + .milliseconds(300)
+    while !state.ramp.isSilent && DispatchTime.now() < deadline
+      && !client.events.serverLost.load(ordering: .acquiring)
+    {
+      usleep(2000)
+    }
+    client.close()
+    Log.info("stopped after \(state.cycles.load(ordering: .relaxed)) cycles; " + stageSummary())
+    return .stop
+  }
+
+  /// Answers the control requests that arrived; `learn` and `record stop` answer later.
+  private func answerRequests(_ client: JackClient, _ state: ProcessState) {
+    for request in control?.takeRequests() ?? [] {
+      if request.request["cmd"]?.string == ControlProtocol.Command.learn.rawValue {
+        startLearn(request, state)
+      } else if request.request["cmd"]?.string == ControlProtocol.Command.record.rawValue
+        && request.request["action"]?.string == ControlProtocol.RecordAction.stop.rawValue
+      {
+        startRecordStop(request)
+      } else {
+        request.answer(answer(request.request, client: client, state: state))
+      }
+    }
+  }
+
+  /// Reports the chain's latency to JACK when it changed (plugins may report a new one at any
+  /// time: a convolver once its impulse is loaded).
+  private func followLatency(_ client: JackClient) {
+    let latency = chain.latencyFrames
+    if latency != Int(client.events.chainLatencyFrames.load(ordering: .relaxed)) {
+      client.setChainLatency(frames: latency)
+      Log.info("chain latency is now \(latency) frames (reported to JACK)")
+    }
+  }
+
+  /// The `health` event, every 10 s: DSP load, xruns, cycles, stage times.
+  private func emitHealthEvery10Seconds(_ client: JackClient, _ state: ProcessState) {
+    guard DispatchTime.now().uptimeNanoseconds > lastHealth.uptimeNanoseconds + 10_000_000_000 else { return }
+    lastHealth = .now()
+    let xrunsNow = client.events.xruns.load(ordering: .relaxed)
+    stream.emit(
+      "health",
+      [
+        "dsp_load_percent": .double(Double(client.cpuLoadPercent)), "xruns": .int(Int(xrunsNow)),
+        "xruns_last_minute": .int(Int(xrunsNow - min(xrunHistory.first?.total ?? xrunsNow, xrunsNow))),
+        "cycles": .int(Int(state.cycles.load(ordering: .relaxed))), "stages": .string(stageSummary()),
+      ])
+  }
+
+  /// Reloads the preset on SIGHUP, or with `--watch` when its file changed.
+  private func followPresetFile(_ client: JackClient, _ state: ProcessState) {
+    if reloadRequested.exchange(false, ordering: .acquiringAndReleasing) {
+      reloadPreset(client, state: state, reason: "SIGHUP")
+    } else if options.watch, let path = presetPath, Self.modificationDate(path) != presetModified {
+      presetModified = Self.modificationDate(path)
+      reloadPreset(client, state: state, reason: "the file changed")
+    }
+  }
+
+  /// Keeps the book of connections current (a user may patch in qjackctl) and makes the
+  /// pending connections once their ports appear or their clients are active (graph changes,
+  /// client registrations, and the book's back-off timer for connections JACK refused). The
+  /// graph settles first (100 ms after the first change, answering requests meanwhile): a
+  /// client that quits drops its connections a moment before its ports, and that must not read
+  /// as a user undoing them.
+  private func followGraph(_ client: JackClient, _ state: ProcessState) {
+    let events = client.events
+    if events.graphChanged.exchange(false, ordering: .acquiringAndReleasing) && graphSettled == nil {
+      graphSettled = .now() + .milliseconds(100)
+    }
+    if let settled = graphSettled, DispatchTime.now() >= settled {
+      graphSettled = nil
+      _ = events.graphChanged.exchange(false, ordering: .acquiringAndReleasing)
+      if suspended { return }
+      book.connectPending(client)
+      followRoutes(client, state)
+      book.record(client, vanished: events.takeVanishedPorts())
+    }
+    if !suspended && book.retryDue { book.connectPending(client) }
+  }
+
+  /// Keeps the last minute of xrun totals (sampled at every wake, at least once a second) and
+  /// reports new xruns at most once a second, in the log and the stream, with the counts
+  /// behind them.
+  private func reportXruns(_ client: JackClient, _ watch: inout Watch) {
+    let events = client.events
+    let xruns = events.xruns.load(ordering: .relaxed)
+    let now = DispatchTime.now()
+    xrunHistory.append((now, xruns))
+    xrunHistory.removeAll { now.uptimeNanoseconds - $0.time.uptimeNanoseconds > 60_000_000_000 }
+    guard xruns != watch.reportedXruns,
+      now.uptimeNanoseconds > watch.lastXrunReport.uptimeNanoseconds + 1_000_000_000
+    else { return }
+    let lastMinute = xruns - min(xrunHistory.first?.total ?? 0, watch.reportedXruns)
+    let delay = Float(bitPattern: events.lastXrunMicrosecondsBits.load(ordering: .relaxed))
+    let load = client.cpuLoadPercent
+    Log.info(
+      "xruns: \(xruns - watch.reportedXruns) new, \(xruns) in total, \(lastMinute) in the last minute; last delay "
+        + String(format: "%.0f", delay) + " µs; DSP load " + String(format: "%.1f", load) + "%")
+    stream.emit(
+      "xrun",
+      [
+        "new": .int(Int(xruns - watch.reportedXruns)), "total": .int(Int(xruns)),
+        "last_minute": .int(Int(lastMinute)),
+        "delay_us": .double(Double(delay)), "dsp_load_percent": .double(Double(load)),
+      ])
+    watch.reportedXruns = xruns
+    watch.lastXrunReport = now
+  }
+
+  /// Logs a new buffer size or sample rate.
+  private func reportFormatChanges(_ events: EngineEvents, _ watch: inout Watch) {
+    let frames = events.bufferFrames.load(ordering: .relaxed)
+    if frames != watch.bufferFrames {
+      watch.bufferFrames = frames
+      Log.info("buffer size is now \(frames) frames")
+    }
+    let rate = events.sampleRate.load(ordering: .relaxed)
+    if rate != watch.sampleRate {
+      watch.sampleRate = rate
+      Log.info("sample rate is now \(rate) Hz")
+    }
+  }
+}

@@ -1,0 +1,442 @@
+import DSP
+import Dispatch
+import Foundation
+import LV2Host
+import LiveMicEngine
+import LiveMicPresets
+import Synchronization
+
+/// Why a live session could not start. Each message is one sentence.
+public enum SessionError: CodedError {
+  case preset(PresetError)
+  case override(OverrideError)
+  case chain(ChainError)
+  case engine(EngineError)
+  case plugin(id: String, PluginError)
+  case events(path: String)
+  case control(path: String, reason: String)
+  case osc(reason: String)
+
+  public var description: String {
+    switch self {
+    case .preset(let e): return e.description
+    case .override(let e): return e.description
+    case .chain(let e): return e.description
+    case .engine(let e): return e.description
+    case .plugin(let id, let e): return "plugin stage '\(id)': \(e.description)"
+    case .events(let path): return "cannot write the event stream to '\(path)'"
+    case .control(let path, let reason): return "cannot serve the control socket '\(path)': \(reason)"
+    case .osc(let reason): return "cannot serve OSC: \(reason)"
+    }
+  }
+
+  public var code: String {
+    switch self {
+    case .preset(let e): return e.code
+    case .override(let e): return e.code
+    case .chain(let e): return e.code
+    case .engine(let e): return e.code
+    case .plugin(_, let e): return e.code
+    case .events: return "session.events-unwritable"
+    case .control: return "session.control-socket"
+    case .osc: return "session.osc"
+    }
+  }
+}
+
+extension SessionError {
+  /// The session's error for a chain that cannot be built.
+  init(_ error: BuildError) {
+    switch error {
+    case .chain(let e): self = .chain(e)
+    case .plugin(let id, let e): self = .plugin(id: id, e)
+    }
+  }
+}
+
+/// The supervisor of one live run: opens the client, builds and warms the chain, starts audio,
+/// connects, then watches JACK's events until a signal or a server loss. Never real-time.
+public final class LiveSession: @unchecked Sendable {
+  var options: RunOptions
+  let stopRequested = Atomic<Bool>(false)
+  var signalSources: [any DispatchSourceSignal] = []
+  var plugins: [PluginStage] = []
+  /// The chain running (or to run after a reconnection) and the entries it was built from.
+  var chain: VoiceChain!
+  var entries: [ChainEntry] = []
+  /// The preset file, for SIGHUP and --watch, and its modification date when last loaded.
+  var presetPath: String?
+  /// The name of the preset running, and how its entries' processing modes were resolved.
+  var presetName = ""
+  var modes: [ModeResolution] = []
+  var presetModified: Date?
+  let reloadRequested = Atomic<Bool>(false)
+  let unmuteRequested = Atomic<Bool>(false)
+  var route: RouteController?
+  var inputRoute: RouteController?
+  var control: ControlServer?
+  /// The NSM session manager, the session it opened and the connections saved in it.
+  var nsm: NsmClient?
+  var sessionOpen: NsmClient.Open?
+  var sessionConnections: [String: [String]] = [:]
+  var osc: OscServer?
+  /// The last meter reading and when it was taken.
+  var lastMeters: MeterReading?
+  var lastMeterRead = DispatchTime(uptimeNanoseconds: 0)
+  /// The one state: the server link, the user's mute mode, the route's mute
+  /// (`SupervisorState`; changed only through `transition`).
+  var supervisorState = SupervisorState()
+  /// The MIDI mappings in force (options, preset, learned).
+  var midiMappings: [MidiMapping] = []
+
+  /// The `learn` requests waiting for a MIDI controller to move.
+  var learning: [Learning] = []
+  /// When a graph change has settled and is to be followed (nil: none pending).
+  var graphSettled: DispatchTime?
+  /// True while a reloaded chain's swap is under way (the supervisor then wakes every 10 ms).
+  var swapUnderway = false
+  var stream: EventStream!
+  /// Xrun totals seen, with when, for "xruns in the last minute".
+  var xrunHistory: [(time: DispatchTime, total: UInt64)] = []
+  var lastHealth = DispatchTime.now()
+  /// Wakes the supervisor: JACK's callbacks (of every client it opens) and the signal handlers.
+  let wake = DispatchSemaphore(value: 0)
+  /// The connections LiveMic's ports have, kept across server restarts.
+  let book = ConnectionBook()
+  /// The tap consumers' table, shared by every client this session opens.
+  let taps = TapTable()
+  /// How often the tap consumers' threads look into their rings (faster while JACK freewheels).
+  let writerPace = WriterPace()
+  /// The recordings running, and the next recording's id.
+  var recordings: [Recording] = []
+  /// Recordings stopped and still finalizing their files, answered when done.
+  var finishing: [FinishingRecordings] = []
+  var nextRecordingId = 1
+  /// The `--stream-out` consumer, while it runs.
+  var streamOut: StreamOut?
+  /// The EBU R128 loudness meter on the output tap (always on, unless it could not start).
+  var loudness: LoudnessMeter?
+
+  public init(options: RunOptions) {
+    self.options = options
+  }
+
+  /// Loads the preset and applies the command line's additions and overrides (before JACK is
+  /// touched, so a bad preset is reported without opening a client).
+  public static func stages(for options: RunOptions, library: PresetLibrary = PresetLibrary())
+    throws(SessionError) -> (Preset, [ChainEntry])
+  {
+    do { return try options.chainRequest.stages(library: library) } catch {
+      switch error {
+      case .preset(let e): throw .preset(e)
+      case .override(let e): throw .override(e)
+      }
+    }
+  }
+
+  /// Runs until SIGINT/SIGTERM (exit status 0). When the server goes away, closes the dead
+  /// client and reconnects by itself (see `reconnect`).
+  public func run() throws(SessionError) -> Int32 {
+    stream = try EventStream(destination: options.events)
+    // Before anything that logs: a SIGINT sent as soon as the log says LiveMic runs must not
+    // meet the default disposition (or an ignored signal between the two).
+    installSignalHandlers()
+    JackMessages.install()
+    let requestedPreset = options.preset
+    if let url = ProcessInfo.processInfo.environment["NSM_URL"], !url.isEmpty {
+      joinSession(url: url)
+      if stopRequested.load(ordering: .acquiring) { return 0 }
+    }
+    defer { nsm?.shutdown() }
+    let (preset, stages, sessionNote) = try loadStartingPreset(requested: requestedPreset)
+    let client: JackClient
+    do {
+      client = try JackClient(name: options.clientName, server: options.serverName, wake: wake)
+    } catch { throw .engine(error) }
+    let built: BuiltChain
+    do { built = try ChainBuilder.build(stages, settings: settings(for: client)) } catch {
+      throw SessionError(error)
+    }
+    report(skipped: built.skipped)
+    chain = built.chain
+    entries = stages
+    plugins = built.plugins
+    presetPath = preset.path
+    presetName = preset.name
+    modes = preset.resolutions
+    presetModified = Self.modificationDate(preset.path)
+    if options.startMuted { transition(.mute(.ramp), reason: "--start-muted") }
+    let lock = MemoryLock.lockAll()
+    if lock == .locked { Log.info(MemoryLock.describe(lock)) } else { Log.error(MemoryLock.describe(lock)) }
+    let state: ProcessState
+    do { state = try start(client, chain: chain) } catch { throw .engine(error) }
+    // The socket exists before LiveMic says it runs (requests wait for the supervisor's loop).
+    do { control = try ControlServer(name: client.name, wake: wake) } catch {
+      Log.error(error.description + "; running without it")
+    }
+    defer { control?.shutdown() }
+    midiMappings = preset.midi + options.midiMappings
+    bindMidi(state)
+    Log.info(
+      "client '\(client.name)' on server '\(serverLabel)': "
+        + "\(Int(client.sampleRate)) Hz, \(client.bufferFrames) frames per period, preset '\(preset.name)'")
+    connectAndRoute(client, preset: preset)
+    logLatency(client, chainLatencyFrames: chain.latencyFrames)
+    stream.emit(
+      "started",
+      [
+        "client": .string(client.name), "server": .string(serverLabel),
+        "sample_rate": .int(Int(client.sampleRate)), "buffer_frames": .int(client.bufferFrames),
+        "latency_frames": .int(chain.latencyFrames),
+      ])
+    stream.emit("preset-loaded", ["name": .string(preset.name), "reason": .string("start")])
+    startTapConsumers(client)
+    stream.listener = { [unowned self] name, line in self.fanOut(event: name, line: line) }
+    if let port = options.oscPort, let control {
+      do {
+        osc = try OscServer(host: options.oscHost, port: port, control: control)
+        Log.info("OSC on \(options.oscHost):\(port) (/livemic/...)")
+      } catch { Log.error(error.description + "; running without it") }
+    }
+    defer { osc?.shutdown() }
+    confirmSessionOpen(note: sessionNote)
+    return superviseUntilStopped(client, state)
+  }
+
+  /// The preset to start with, its entries, and a note for the session manager: a session's
+  /// saved state that cannot be read is said so, and the command line's preset runs instead.
+  private func loadStartingPreset(requested: String) throws(SessionError) -> (Preset, [ChainEntry], String?) {
+    do {
+      let (preset, stages) = try Self.stages(for: options)
+      return (preset, stages, nil)
+    } catch {
+      guard let open = sessionOpen, options.preset == Self.sessionPresetPath(open.path) else { throw error }
+      let note = "the saved state could not be used (\(error.description)); running '\(requested)'"
+      Log.error(note)
+      options.preset = requested
+      let (preset, stages) = try Self.stages(for: options)
+      return (preset, stages, note)
+    }
+  }
+
+  /// Makes the default and the session's connections, then applies the output and input routes
+  /// (the command line's, else the preset's).
+  private func connectAndRoute(_ client: JackClient, preset: Preset) {
+    let patterns = options.routeOut.isEmpty ? preset.routeOut : options.routeOut
+    if !patterns.isEmpty { route = RouteController(patterns: patterns, policy: options.onRouteLoss) }
+    let inputPatterns = options.routeIn.isEmpty ? preset.routeIn : options.routeIn
+    if !inputPatterns.isEmpty {
+      inputRoute = RouteController(patterns: inputPatterns, policy: .continue, isOutput: false)
+    }
+    connect(client)
+    restoreSessionConnections(client)
+    for controller in [route, inputRoute].compactMap({ $0 }) {
+      controller.apply(client, book: book)
+      Log.info(controller.describe(client))
+    }
+  }
+
+  /// Supervises the client, and after a server loss the next one, until a signal stops
+  /// LiveMic (exit status 0).
+  private func superviseUntilStopped(_ client: JackClient, _ state: ProcessState) -> Int32 {
+    var (client, state) = (client, state)
+    while true {
+      switch supervise(client, state: state) {
+      case .stop:
+        stopAllTapConsumers()
+        stream.emit("stopped", ["cycles": .int(Int(state.cycles.load(ordering: .relaxed)))])
+        return 0
+      case .serverLost:
+        Log.error("the JACK server '\(serverLabel)' went away; reconnecting when it is back")
+        stream.emit("server-lost", ["server": .string(serverLabel)])
+        transition(.serverLost, reason: "the server went away")
+        JackMessages.setQuiet(true)  // closing the dead client and polling print noise
+        guard let next = reconnect(closing: client) else {
+          transition(.stop, reason: "signal")
+          stopAllTapConsumers()
+          return 0
+        }
+        (client, state) = next
+        restartRecordings(after: client)
+      }
+    }
+  }
+
+  /// Reads the preset again and crossfades to it (equal power, 50 ms) on the audio thread; the
+  /// new chain is built and warmed here first, the old one is freed here after the fade. A
+  /// broken file, or a plugin of it that cannot be made, is reported and the running chain kept.
+  @discardableResult
+  /// Returns nil when the new chain runs, else the one-sentence reason it does not.
+  func reloadPreset(_ client: JackClient, state: ProcessState, reason: String) -> String? {
+    let started = DispatchTime.now()
+    do throws(SessionError) {
+      let (preset, stages) = try Self.stages(for: options)
+      // Strict: a plugin that cannot be made fails the reload, and the running chain stays.
+      let built: BuiltChain
+      do { built = try ChainBuilder.build(stages, settings: settings(for: client), strict: true) } catch {
+        throw SessionError(error)
+      }
+      // Never waits for the fade (the supervisor answers requests meanwhile): the audio thread
+      // takes the chain at its next cycle, the next swap collects the old one. Suspended, the
+      // chain is swapped at once and runs at unmute.
+      swapUnderway = !state.slot.crossfade(to: built.chain, running: !suspended, timeoutMilliseconds: 0)
+      (chain, entries, plugins) = (built.chain, stages, built.plugins)
+      midiMappings = preset.midi + options.midiMappings
+      bindMidi(state)
+      applyPresetRoute(preset, client, state)
+      presetName = preset.name
+      modes = preset.resolutions
+      presetPath = preset.path
+      presetModified = Self.modificationDate(preset.path)
+      let ms = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e6
+      Log.info(
+        "preset '\(preset.name)' reloaded (\(reason)) and crossfaded in after " + String(format: "%.0f", ms)
+          + " ms")
+      stream.emit(
+        "preset-loaded", ["name": .string(preset.name), "reason": .string(reason), "ms": .double(ms)])
+      return nil
+    } catch {
+      Log.error("preset not reloaded (\(reason)): \(error.description); the running chain is kept")
+      return error.description
+    }
+  }
+
+  /// Maps the MIDI controllers onto the running chain's parameters (after a start, a reload or
+  /// a reconnection); a mapping to a key the chain lacks is reported and skipped.
+  func bindMidi(_ state: ProcessState) {
+    state.midi.clear()
+    for m in midiMappings {
+      guard let p = chain.parameter(m.key), p.spec.kind != .output else {
+        Log.error("MIDI CC \(m.cc) is mapped to '\(m.key)', which the chain has no settable parameter for")
+        continue
+      }
+      state.midi.bind(cc: m.cc, channel: m.channel.map { $0 - 1 }, to: p)
+    }
+  }
+
+  /// Logs a route change and emits it as a `route-changed` event.
+  func report(_ change: RouteController.Change, direction: String) {
+    Log.info("\(direction) route changed: \(change.reason): \(change.from) → \(change.to)")
+    stream.emit(
+      "route-changed",
+      [
+        "direction": .string(direction), "reason": .string(change.reason),
+        "code": .string(change.code.rawValue),
+        "from": .string(change.from.joined(separator: ",")), "to": .string(change.to.joined(separator: ",")),
+      ])
+  }
+
+  /// Per-stage processing time per block: `id mean/max µs`, for the log and health events.
+  func stageSummary() -> String {
+    "stage time per block (mean/max µs, one block in \(VoiceChain.timedBlockInterval) timed): "
+      + chain.stageTimes().map {
+        "\($0.id) " + String(format: "%.1f/%.0f", $0.meanMicroseconds, $0.maxMicroseconds)
+      }
+      .joined(separator: ", ")
+  }
+
+  /// Reports plugin stages left out, in the log and the event stream.
+  func report(skipped: [(id: String, message: String)]) {
+    for (id, message) in skipped {
+      Log.error(message)
+      stream.emit("plugin-failed", ["id": .string(id), "error": .string(message)])
+    }
+  }
+
+  static func modificationDate(_ path: String?) -> Date? {
+    guard let path else { return nil }
+    return (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date
+  }
+
+  var serverLabel: String { options.serverName ?? JackClient.defaultServerName }
+
+  /// How plugins are run on this client: at its rate, in blocks of its period; with one input,
+  /// both channels start out the same.
+  func settings(for client: JackClient) -> HostSettings {
+    HostSettings(
+      sampleRate: client.sampleRate, maxBlockFrames: client.bufferFrames,
+      nominalBlockFrames: client.bufferFrames, fixedBlocks: true, identicalChannels: options.inputCount == 1)
+  }
+
+  /// Registers the ports and activates `chain` on `client` as the state's audio says: silent
+  /// from the start when the output is muted, the input muted in the input mode (a suspended
+  /// state deactivates the client after its connections are known, see `reconnect`).
+  func start(_ client: JackClient, chain: VoiceChain) throws(EngineError) -> ProcessState {
+    try client.registerPorts(inputCount: options.inputCount, music: options.music, monitor: options.monitor)
+    let audio = supervisorState.audio
+    return try client.start(chain: chain, muted: audio.outputSilent, inputMuted: audio.inputMuted, taps: taps)
+  }
+
+  /// Waits (up to 300 ms) until the output ramp is silent.
+  func waitUntilSilent(_ state: ProcessState) -> Bool {
+    let deadline = DispatchTime.now() + .milliseconds(300)
+    while !state.ramp.isSilent && DispatchTime.now() < deadline { usleep(2000) }
+    return state.ramp.isSilent
+  }
+
+  func connect(_ client: JackClient) {
+    if options.noConnect {
+      Log.info("--no-connect: ports registered, nothing connected")
+      route = route ?? RouteController(patterns: [], policy: options.onRouteLoss)
+      return
+    }
+    let sources = options.connectIn ?? Array(client.physicalPorts(capture: true).prefix(options.inputCount))
+    let destinations = options.connectOut ?? Array(client.physicalPorts(capture: false).prefix(2))
+    let inputs = client.inputPortNames
+    let outputs = client.outputPortNames
+    if sources.isEmpty { Log.info("no capture ports to connect: patch the inputs by hand") }
+    if destinations.isEmpty { Log.info("no playback ports to connect: patch the outputs by hand") }
+    let short = { (full: String) in String(full.split(separator: ":", maxSplits: 1).last ?? "") }
+    for (i, source) in sources.enumerated() where inputRoute == nil {
+      book.want(short(inputs[min(i, inputs.count - 1)]), source, output: false, client: client)
+    }
+    for (port, source) in zip(client.musicPortNames, options.connectMusic ?? []) {
+      book.want(short(port), source, output: false, client: client)
+    }
+    for (port, destination) in zip(client.monitorPortNames, options.connectMonitor ?? []) {
+      book.want(short(port), destination, output: true, client: client)
+    }
+    // Without a preference list, the default route is the ports the outputs are connected to now.
+    guard route == nil else { return }
+    route = RouteController(
+      patterns: [], policy: options.onRouteLoss, fixedDefault: Array(destinations.prefix(2)))
+    for (i, destination) in destinations.prefix(2).enumerated() {
+      book.want(short(outputs[i]), destination, output: true, client: client)
+    }
+  }
+
+  func logLatency(_ client: JackClient, chainLatencyFrames: Int) {
+    guard let input = client.inputPortNames.first, let output = client.outputPortNames.first else { return }
+    let capture = client.latencyRange(of: input, capture: true).upperBound
+    let playback = client.latencyRange(of: output, capture: false).upperBound
+    let total = capture + chainLatencyFrames + playback
+    let ms = Double(total) * 1000 / client.sampleRate
+    Log.info(
+      "latency capture-to-playback: \(capture) + \(chainLatencyFrames) (chain) + \(playback) = "
+        + "\(total) frames (" + String(format: "%.1f", ms) + " ms)")
+  }
+
+  func installSignalHandlers() {
+    let wake = self.wake
+    // A stream reader that goes away must give EPIPE, not kill the process.
+    signal(SIGPIPE, SIG_IGN)
+    // Each signal only sets its flag and wakes the supervisor.
+    let actions: [(Int32, @Sendable (LiveSession) -> Void)] = [
+      (SIGHUP, { $0.reloadRequested.store(true, ordering: .releasing) }),
+      (SIGUSR1, { $0.unmuteRequested.store(true, ordering: .releasing) }),
+      (SIGINT, { $0.stopRequested.store(true, ordering: .releasing) }),
+      (SIGTERM, { $0.stopRequested.store(true, ordering: .releasing) }),
+    ]
+    for (sig, action) in actions {
+      signal(sig, SIG_IGN)
+      let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+      source.setEventHandler { [weak self] in
+        if let self { action(self) }
+        wake.signal()
+      }
+      source.resume()
+      signalSources.append(source)
+    }
+  }
+
+}

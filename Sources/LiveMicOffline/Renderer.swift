@@ -1,0 +1,148 @@
+import CSndfile
+import DSP
+import Foundation
+import LV2Host
+import LiveMicPresets
+
+/// What `livemic render` was asked to do.
+///
+/// Thread: any (value type).
+public struct RenderOptions: Sendable {
+  public var preset = "voice"
+  public var overrides: [ParameterOverride] = []
+  public var inputPath = ""
+  public var outputPath = ""
+  /// Frames per block handed to the chain (the JACK period it imitates).
+  public var blockFrames = 256
+  /// LV2 plugin URIs appended to the chain.
+  public var plugins: [String] = []
+  /// A slow loudness target in LUFS (`--loudness-target`; see `ChainRequest`).
+  public var loudnessTargetLufs: Float?
+  /// Whether to print a progress line on standard error.
+  public var showProgress = isatty(2) != 0
+
+  public init() {}
+}
+
+/// Why rendering failed. Each message is one sentence.
+public enum RenderError: CodedError {
+  case openInput(path: String, reason: String)
+  case openOutput(path: String, reason: String)
+  case unknownFormat(path: String)
+  case request(ChainRequestError)
+  case build(BuildError)
+
+  public var description: String {
+    switch self {
+    case .openInput(let path, let reason): return "cannot read audio file '\(path)': \(reason)"
+    case .openOutput(let path, let reason): return "cannot write audio file '\(path)': \(reason)"
+    case .unknownFormat(let path):
+      return
+        "cannot tell the output format of '\(path)' from its extension (use .wav, .flac, .ogg, .aiff or .caf)"
+    case .request(let e): return e.description
+    case .build(let e): return e.description
+    }
+  }
+
+  public var code: String {
+    switch self {
+    case .openInput: return "render.unreadable-input"
+    case .openOutput: return "render.unwritable-output"
+    case .unknownFormat: return "render.unknown-format"
+    case .request(let e): return e.code
+    case .build(let e): return e.code
+    }
+  }
+}
+
+/// Runs the live chain's code over an audio file at the file's sample rate. Never real-time.
+public enum Renderer {
+  /// The output is always stereo (the chain's output), 32-bit float for WAV/AIFF/CAF, 24-bit
+  /// for FLAC, Vorbis for OGG. Returns the number of frames written.
+  @discardableResult
+  public static func render(_ options: RenderOptions) throws(RenderError) -> Int {
+    var request = ChainRequest(preset: options.preset)
+    request.overrides = options.overrides
+    request.plugins = options.plugins
+    request.loudnessTargetLufs = options.loudnessTargetLufs
+    let stages: [ChainEntry]
+    do { stages = try request.stages().1 } catch { throw .request(error) }
+
+    var inInfo = SF_INFO()
+    guard let input = sf_open(options.inputPath, Int32(SFM_READ), &inInfo) else {
+      throw .openInput(path: options.inputPath, reason: String(cString: sf_strerror(nil)))
+    }
+    defer { sf_close(input) }
+    guard let format = outputFormat(for: options.outputPath) else {
+      throw .unknownFormat(path: options.outputPath)
+    }
+    var outInfo = SF_INFO()
+    outInfo.samplerate = inInfo.samplerate
+    outInfo.channels = 2
+    outInfo.format = format
+    guard let output = sf_open(options.outputPath, Int32(SFM_WRITE), &outInfo) else {
+      throw .openOutput(path: options.outputPath, reason: String(cString: sf_strerror(nil)))
+    }
+    defer { sf_close(output) }
+
+    let block = max(1, options.blockFrames)
+    let settings = HostSettings(
+      sampleRate: Double(inInfo.samplerate), maxBlockFrames: block, nominalBlockFrames: block,
+      fixedBlocks: false, identicalChannels: inInfo.channels == 1)
+    let built: BuiltChain
+    do { built = try ChainBuilder.build(stages, settings: settings) } catch { throw .build(error) }
+    for (_, message) in built.skipped {
+      FileHandle.standardError.write(Data("livemic: error: \(message)\n".utf8))
+    }
+    let chain = built.chain
+    let channels = Int(inInfo.channels)
+    var interleaved = [Float](repeating: 0, count: block * max(channels, 2))
+    var left = [Float](repeating: 0, count: block)
+    var right = [Float](repeating: 0, count: block)
+    var stereo = [Float](repeating: 0, count: block * 2)
+    let total = Int(inInfo.frames)
+    var done = 0
+    var lastPercent = -1
+    while true {
+      let got = Int(sf_readf_float(input, &interleaved, sf_count_t(block)))
+      if got <= 0 { break }
+      for f in 0..<got {
+        left[f] = interleaved[f * channels]
+        right[f] = channels > 1 ? interleaved[f * channels + 1] : left[f]
+      }
+      chain.process(left: &left, right: &right, blockFrames: got, frames: got)
+      for f in 0..<got {
+        stereo[2 * f] = left[f]
+        stereo[2 * f + 1] = right[f]
+      }
+      sf_writef_float(output, stereo, sf_count_t(got))
+      done += got
+      if options.showProgress && total > 0 {
+        let percent = done * 100 / total
+        if percent != lastPercent {
+          lastPercent = percent
+          FileHandle.standardError.write(Data("\rrendering \(options.inputPath): \(percent)%".utf8))
+        }
+      }
+    }
+    if options.showProgress { FileHandle.standardError.write(Data("\n".utf8)) }
+    for plugin in built.plugins {
+      for line in plugin.drainLog() {
+        FileHandle.standardError.write(Data("livemic: plugin '\(plugin.id)': \(line)\n".utf8))
+      }
+    }
+    return done
+  }
+
+  /// The libsndfile format for an output path's extension.
+  static func outputFormat(for path: String) -> Int32? {
+    switch URL(fileURLWithPath: path).pathExtension.lowercased() {
+    case "wav": return Int32(SF_FORMAT_WAV | SF_FORMAT_FLOAT)
+    case "flac": return Int32(SF_FORMAT_FLAC | SF_FORMAT_PCM_24)
+    case "ogg", "oga": return Int32(SF_FORMAT_OGG | SF_FORMAT_VORBIS)
+    case "aif", "aiff": return Int32(SF_FORMAT_AIFF | SF_FORMAT_FLOAT)
+    case "caf": return Int32(SF_FORMAT_CAF | SF_FORMAT_FLOAT)
+    default: return nil
+    }
+  }
+}

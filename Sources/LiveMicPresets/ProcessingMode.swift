@@ -1,0 +1,251 @@
+import DSP
+import Foundation
+import LV2Host
+
+/// How a `denoise`, `leveler`, `aec` or `highpass` chain entry is implemented (see
+/// docs/voice.md, "Processing modes").
+///
+/// Thread: any (value type).
+public enum ProcessingMode: String, Sendable, CaseIterable {
+  /// The built-in unit (the default).
+  case builtin
+  /// The first installed LV2 plugin of the entry's preference list; an error when none is.
+  case plugin
+  /// The first installed LV2 plugin of the list, else the built-in unit.
+  case automatic
+}
+
+/// What a chain entry asked for: `"mode"`, `"plugins"` (a preference list of LV2 URIs, most
+/// preferred first; nil: the shipped list) and `"plugin_params"` (control values by port
+/// symbol, used only when a plugin runs).
+///
+/// Thread: any (value type).
+public struct ModeRequest: Sendable, Equatable {
+  public var mode: ProcessingMode
+  public var plugins: [String]?
+  public var pluginParams: [String: Float]
+
+  public init(mode: ProcessingMode = .builtin, plugins: [String]? = nil, pluginParams: [String: Float] = [:])
+  {
+    self.mode = mode
+    self.plugins = plugins
+    self.pluginParams = pluginParams
+  }
+}
+
+/// Whether a plugin can be used, as the resolution sees it.
+public enum PluginAvailability: Sendable, Equatable {
+  case installed
+  case notInstalled
+  case cannotHost(String)
+}
+
+/// How one entry's mode was resolved: requested mode, effective implementation and why.
+///
+/// Thread: any (value type).
+public struct ModeResolution: Sendable, Equatable {
+  /// The stage id and its built-in unit type.
+  public let id: String
+  public let unit: String
+  public let requested: ProcessingMode
+  /// `builtin`, or the URI of the plugin that runs.
+  public let effective: String
+  /// One sentence.
+  public let reason: String
+  /// Built-in parameter name → plugin port symbol, when a plugin runs.
+  public let parameterMap: [String: String]
+
+  /// The status fields of the stage (`livemic ctl status`).
+  public var fields: [String: Any] {
+    ["mode": requested.rawValue, "implementation": effective, "why": reason]
+  }
+}
+
+/// Why a mode request cannot be met. Each message is one sentence.
+public enum ModeError: CodedError, Equatable {
+  case noPluginInstalled(id: String, tried: [String])
+  case modesNotSupported(unit: String)
+
+  public var description: String {
+    switch self {
+    case .noPluginInstalled(let id, let tried):
+      return tried.isEmpty
+        ? "stage '\(id)' asks for mode 'plugin' but its plugin list is empty; list LV2 URIs in \"plugins\" or use mode 'automatic'"
+        : "stage '\(id)' asks for mode 'plugin' but none of its plugins can be used (\(tried.joined(separator: "; "))); "
+          + "install one or use mode 'automatic'"
+    case .modesNotSupported(let unit):
+      return "unit '\(unit)' has no processing modes (only "
+        + ProcessingModes.units.joined(separator: ", ") + " do)"
+    }
+  }
+
+  public var code: String {
+    switch self {
+    case .noPluginInstalled: return "mode.no-plugin-installed"
+    case .modesNotSupported: return "mode.not-supported"
+    }
+  }
+}
+
+/// The shipped plugin lists, the parameter mappings and the resolution itself. Never real-time.
+public enum ProcessingModes {
+  /// The units that have a mode.
+  public static let units = ["denoise", "leveler", "aec", "highpass"]
+
+  /// The preference list used when an entry gives none. Debian 12 packages a high-pass (x42's
+  /// fil4, in x42-plugins) and a loudness leveler (LSP Autogain, in lsp-plugins-lv2), but no
+  /// denoising or echo-cancelling LV2 plugin: those lists name well-known plugins from outside
+  /// Debian.
+  public static let defaultPlugins: [String: [String]] = [
+    "highpass": ["http://gareus.org/oss/lv2/fil4#stereo", "http://gareus.org/oss/lv2/fil4#mono"],
+    "leveler": ["http://lsp-plug.in/plugins/lv2/autogain_stereo"],
+    "denoise": [
+      "https://github.com/werman/noise-suppression-for-voice#stereo",
+      "https://github.com/lucianodato/noise-repellent#adaptive-stereo",
+    ],
+    "aec": [],
+  ]
+
+  /// How a plugin is set up for a unit: built-in parameter → port symbol, and fixed control
+  /// values (for fil4: its high-pass section switched on).
+  struct Mapping {
+    let parameters: [String: String]
+    let fixed: [String: Float]
+  }
+
+  static let mappings: [String: Mapping] = {
+    let fil4 = Mapping(parameters: ["freq_hz": "HPfreq"], fixed: ["HighPass": 1])
+    return ["http://gareus.org/oss/lv2/fil4#stereo": fil4, "http://gareus.org/oss/lv2/fil4#mono": fil4]
+  }()
+
+  /// Availability through the installed plugins.
+  public static func availability(in world: LV2World) -> @Sendable (String) -> PluginAvailability {
+    { uri in
+      guard let info = world.info(uri: uri) else { return .notInstalled }
+      return info.unsupportedReason.map { .cannotHost($0) } ?? .installed
+    }
+  }
+
+  /// Resolves `stage`'s request: the entry to build (the unit itself, or an LV2 entry with the
+  /// same id, bypass state and mapped values) and what was decided, with why.
+  public static func resolve(
+    _ stage: StageDescription, request: ModeRequest, availability: (String) -> PluginAvailability
+  ) throws(ModeError) -> (ChainEntry, ModeResolution) {
+    let builtin = { (reason: String) in
+      (
+        ChainEntry.unit(stage),
+        ModeResolution(
+          id: stage.id, unit: stage.type, requested: request.mode, effective: "builtin", reason: reason,
+          parameterMap: [:])
+      )
+    }
+    if request.mode == .builtin { return builtin("mode 'builtin' runs the built-in unit") }
+    let list = request.plugins ?? defaultPlugins[stage.type] ?? []
+    var refused: [String] = []
+    for uri in list {
+      switch availability(uri) {
+      case .notInstalled:
+        refused.append("\(uri) is not installed")
+      case .cannotHost(let why):
+        refused.append("\(uri) cannot be hosted: \(why)")
+      case .installed:
+        let mapping = mappings[uri] ?? Mapping(parameters: [:], fixed: [:])
+        var values = mapping.fixed
+        var unmapped: [String] = []
+        for (name, value) in stage.values.sorted(by: { $0.key < $1.key }) {
+          if let symbol = mapping.parameters[name] { values[symbol] = value } else { unmapped.append(name) }
+        }
+        values.merge(request.pluginParams) { _, explicit in explicit }
+        let plugin = PluginDescription(id: stage.id, uri: uri, values: values, bypassed: stage.bypassed)
+        var reason =
+          refused.isEmpty
+          ? "mode '\(request.mode.rawValue)': \(uri) is the first plugin of the list and is installed"
+          : "mode '\(request.mode.rawValue)': \(uri) is the first installed plugin of the list ("
+            + refused.joined(separator: "; ") + ")"
+        if !unmapped.isEmpty {
+          reason += "; \(unmapped.joined(separator: ", ")) has no counterpart in the plugin and is not used"
+        }
+        let resolution = ModeResolution(
+          id: stage.id, unit: stage.type, requested: request.mode, effective: uri, reason: reason,
+          parameterMap: mapping.parameters)
+        return (.plugin(plugin), resolution)
+      }
+    }
+    if request.mode == .plugin { throw .noPluginInstalled(id: stage.id, tried: refused) }
+    if list.isEmpty {
+      return builtin(
+        "mode 'automatic': no plugin is listed for '\(stage.type)' (Debian packages none), so the built-in unit runs"
+      )
+    }
+    return builtin(
+      "mode 'automatic': no plugin of the list can be used (\(refused.joined(separator: "; "))), so the built-in unit runs"
+    )
+  }
+}
+
+extension Preset {
+  /// Resolves every entry's processing mode (`modes`), replacing the entries that get a plugin
+  /// and recording each decision in `resolutions`. Availability is asked only for entries whose
+  /// mode is not `builtin`.
+  public mutating func resolveModes(availability: ((String) -> PluginAvailability)? = nil) throws(PresetError)
+  {
+    var resolutions: [ModeResolution] = []
+    var lookup = availability
+    for (i, entry) in chain.enumerated() {
+      guard let stage = entry.unit, ProcessingModes.units.contains(stage.type) else { continue }
+      let request = modes[stage.id] ?? ModeRequest()
+      if request.mode != .builtin && lookup == nil {
+        lookup = ProcessingModes.availability(in: ChainBuilder.world)
+      }
+      do {
+        let (resolved, resolution) = try ProcessingModes.resolve(
+          stage, request: request, availability: lookup ?? { _ in .notInstalled })
+        chain[i] = resolved
+        resolutions.append(resolution)
+      } catch {
+        throw .invalid(path: path ?? name, key: "chain[\(i)].mode", reason: error.description)
+      }
+    }
+    self.resolutions = resolutions
+  }
+
+  /// The resolution of stage `id`, if it has a mode.
+  public func resolution(of id: String) -> ModeResolution? { resolutions.first { $0.id == id } }
+
+  /// Parses an entry's `mode`, `plugins` and `plugin_params` (nil when it has none of them).
+  static func modeRequest(_ object: [String: JSONValue], type: String, key: String, path: String)
+    throws(PresetError) -> ModeRequest?
+  {
+    guard object["mode"] != nil || object["plugins"] != nil || object["plugin_params"] != nil else {
+      return nil
+    }
+    var request = ModeRequest()
+    if let m = object["mode"] {
+      guard let text = m.string, let mode = ProcessingMode(rawValue: text) else {
+        throw .invalid(
+          path: path, key: "\(key).mode", reason: "expected \"builtin\", \"plugin\" or \"automatic\"")
+      }
+      request.mode = mode
+    }
+    if let p = object["plugins"] {
+      guard let list = p.array, list.allSatisfy({ !($0.string ?? "").isEmpty }) else {
+        throw .invalid(path: path, key: "\(key).plugins", reason: "expected an array of LV2 plugin URIs")
+      }
+      request.plugins = list.compactMap(\.string)
+    }
+    if let p = object["plugin_params"] {
+      guard let params = p.object else {
+        throw .invalid(
+          path: path, key: "\(key).plugin_params",
+          reason: "expected an object of control values by port symbol")
+      }
+      for (symbol, raw) in params {
+        guard let value = raw.number.map(Float.init) ?? raw.bool.map({ $0 ? 1 : 0 }) else {
+          throw .invalid(path: path, key: "\(key).plugin_params.\(symbol)", reason: "expected a number")
+        }
+        request.pluginParams[symbol] = value
+      }
+    }
+    return request
+  }
+}

@@ -1,0 +1,67 @@
+import DSP
+import Testing
+
+/// The block reductions against the plain loops they replace, at every length around the
+/// eight-lane boundary, with the values that must not slip through.
+@Suite struct BlockMathTests {
+  static func naive(_ x: [Float]) -> (peak: Float, energy: Float) {
+    var (peak, energy): (Float, Double) = (0, 0)
+    for v in x {
+      if abs(v) > peak { peak = abs(v) }
+      energy += Double(v) * Double(v)
+    }
+    return (peak, Float(energy))
+  }
+
+  @Test("peak and energy match the plain loop at lengths 0 to 40; a NaN is left out of the peak")
+  func peakAndEnergy() {
+    var seed: UInt32 = 1
+    for n in 0...40 {
+      let x = (0..<n).map { _ -> Float in
+        seed = seed &* 1_664_525 &+ 1_013_904_223
+        return Float(Int32(bitPattern: seed)) / Float(Int32.max)
+      }
+      let (peak, energy) = x.withUnsafeBufferPointer { p in
+        p.baseAddress.map { BlockMath.peakAndEnergy($0, n) } ?? (0, 0)
+      }
+      let expected = Self.naive(x)
+      #expect(peak == expected.peak, "n = \(n)")
+      #expect(abs(energy - expected.energy) <= 1e-5 * max(expected.energy, 1), "n = \(n)")
+    }
+    for at in [0, 5, 8, 13] {
+      var x = [Float](repeating: 0.25, count: 16)
+      x[at] = .nan
+      x[15 - at] = -0.75
+      let (peak, energy) = x.withUnsafeBufferPointer { p in
+        p.baseAddress.map { BlockMath.peakAndEnergy($0, 16) } ?? (0, 0)
+      }
+      #expect(peak == 0.75 && energy.isNaN, "NaN at \(at): peak \(peak), energy \(energy)")
+    }
+  }
+
+  @Test("a non-finite sample anywhere in either channel, the tail included, makes the block not finite")
+  func allFinite() {
+    for n in [1, 7, 8, 9, 31, 32, 33] {
+      let clean = [Float](repeating: 0.5, count: n)
+      #expect(Self.finite(clean, clean))
+      for at in 0..<n {
+        for bad in [Float.nan, .infinity, -.infinity] {
+          var x = clean
+          x[at] = bad
+          #expect(!Self.finite(x, clean) && !Self.finite(clean, x), "n = \(n), \(bad) at \(at)")
+        }
+      }
+    }
+    let huge = [Float](repeating: .greatestFiniteMagnitude, count: 12)
+    #expect(Self.finite(huge, huge), "finite, however large")
+  }
+
+  static func finite(_ left: [Float], _ right: [Float]) -> Bool {
+    left.withUnsafeBufferPointer { l in
+      right.withUnsafeBufferPointer { r in
+        guard let l = l.baseAddress, let r = r.baseAddress else { return true }
+        return BlockMath.allFinite(l, r, min(left.count, right.count))
+      }
+    }
+  }
+}

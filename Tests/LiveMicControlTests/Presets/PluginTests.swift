@@ -1,0 +1,339 @@
+import DSP
+import Foundation
+import Testing
+
+@testable import LV2Host
+@testable import LiveMicControl
+@testable import LiveMicPresets
+
+/// Installed plugins the tests use (Debian packages lv2-examples, x42-plugins, mda-lv2).
+enum Installed {
+  static let amp = "http://lv2plug.in/plugins/eg-amp"
+  static let dpl = "http://gareus.org/oss/lv2/dpl#stereo"
+  static let detune = "http://drobilla.net/plugins/mda/Detune"
+  static let fil4 = "http://gareus.org/oss/lv2/fil4#stereo"
+  static let convo = "http://gareus.org/oss/lv2/convoLV2#Mono"
+  static let zeroconvolv = "http://gareus.org/oss/lv2/zeroconvolv#Mono"
+  static let monoToStereo = "http://gareus.org/oss/lv2/zeroconvolv#CfgMonoToStereo"
+  static let noAudio = "http://gareus.org/oss/lv2/controlfilter#invert"
+  static let settings = HostSettings(
+    sampleRate: 48000, maxBlockFrames: 256, nominalBlockFrames: 256, fixedBlocks: false)
+
+  static func plugin(_ id: String, _ uri: String, values: [String: Float] = [:], preset: String? = nil)
+    -> ChainEntry
+  {
+    .plugin(PluginDescription(id: id, uri: uri, values: values, preset: preset))
+  }
+
+  /// Builds `entries` strictly: a plugin that cannot be made is an error.
+  static func build(_ entries: [ChainEntry]) throws -> BuiltChain {
+    try ChainBuilder.build(entries, settings: settings, strict: true)
+  }
+
+  /// The plugin error building `entry` strictly gives, if any.
+  static func error(building entry: ChainEntry) -> PluginError? {
+    do {
+      _ = try build([entry])
+      return nil
+    } catch BuildError.plugin(_, let error) {
+      return error
+    } catch {
+      return nil
+    }
+  }
+
+  static func value(_ chain: VoiceChain, _ key: String) -> Float? {
+    chain.parameter(key).map { chain.targets.value($0.index) }
+  }
+
+  /// Runs `left`/`right` through `chain` in blocks of 256 frames, in place.
+  static func process(_ chain: VoiceChain, _ left: inout [Float], _ right: inout [Float]) {
+    chain.process(left: &left, right: &right, blockFrames: 256)
+  }
+
+  /// A deterministic test signal in [-0.5, 0.5).
+  static func noise(_ count: Int, seed: UInt32) -> [Float] {
+    var x = seed
+    return (0..<count).map { _ in
+      x = x &* 1_664_525 &+ 1_013_904_223
+      return Float(Int32(bitPattern: x) >> 8) / Float(1 << 24)
+    }
+  }
+}
+
+/// Discovery, preset application, parameters and channel rules, with real plugins and no JACK.
+/// Serialized: lilv's world is used from one thread at a time.
+@Suite("LV2 plugins", .serialized)
+struct PluginTests {
+  let world = ChainBuilder.world
+
+  @Test("LV2World.info: ports, ranges, latency port, features and hostability of real plugins")
+  func info() throws {
+    let amp = try #require(world.info(uri: Installed.amp))
+    #expect(amp.ports.map(\.symbol) == ["gain", "in", "out"])
+    #expect(amp.ports.map(\.kind) == [.control, .audio, .audio])
+    let gain = amp.ports[0]
+    #expect(gain.isInput && gain.minimum == -90 && gain.maximum == 24 && gain.defaultValue == 0)
+    #expect(gain.unit == "dB" && !gain.toggled && !gain.enumeration)
+    #expect(gain.scalePoints.map(\.value) == [-10, -5, 0, 5])
+    #expect(amp.audioInputs == 1 && amp.audioOutputs == 1 && amp.instancesOnStereoChain == 2)
+    #expect(amp.canHost && amp.latencyPort == nil && amp.requiredFeatures.isEmpty)
+
+    let dpl = try #require(world.info(uri: Installed.dpl))
+    let latency = try #require(dpl.latencyPort.map { dpl.ports[$0] })
+    #expect(
+      latency.symbol == "latency" && latency.kind == .control && !latency.isInput && latency.reportsLatency)
+    #expect(dpl.audioInputs == 2 && dpl.audioOutputs == 2 && dpl.instancesOnStereoChain == 1)
+    #expect(dpl.ports.filter { $0.kind == .atom }.map(\.isInput) == [true, false])
+
+    let fil4 = try #require(world.info(uri: Installed.fil4))
+    #expect(fil4.requiredFeatures == [URI.uridMap])
+    #expect(fil4.optionalFeatures.contains(URI.options) && fil4.canHost)
+
+    let convo = try #require(world.info(uri: Installed.convo))
+    for feature in [URI.workerSchedule, URI.options, URI.boundedBlockLength, URI.uridMap] {
+      #expect(convo.requiredFeatures.contains(feature) && URI.alwaysProvided.contains(feature), "\(feature)")
+    }
+    #expect(convo.canHost)
+
+    let refused = try #require(world.info(uri: Installed.noAudio))
+    #expect(refused.unsupportedReason == PluginInfo.layoutProblem(inputs: 0, outputs: 0))
+  }
+
+  @Test(
+    "stage ids derive from the URI",
+    arguments: [
+      (Installed.amp, "eg-amp"), (Installed.dpl, "dpl_stereo"),
+      ("http://drobilla.net/plugins/mda/Delay", "delay"),
+      (Installed.convo, "convolv2_mono"), ("http://example.org/plugins/3band", "lv2_3band"),
+      ("http://example.org/my plug/", "my_plug"), ("urn:example:Thing", "urn_example_thing"),
+    ])
+  func suggestedIds(uri: String, id: String) {
+    #expect(PluginIdentifiers.suggestedId(for: uri) == id)
+  }
+
+  @Test("block-length features are promised only where the blocks allow them")
+  func conditionalFeatures() {
+    let free = Installed.settings
+    #expect(free.provides(URI.boundedBlockLength) && free.provides(URI.workerSchedule))
+    #expect(!free.provides(URI.fixedBlockLength) && !free.provides(URI.powerOf2BlockLength))
+    let jack = HostSettings(
+      sampleRate: 48000, maxBlockFrames: 256, nominalBlockFrames: 256, fixedBlocks: true)
+    #expect(jack.provides(URI.fixedBlockLength) && jack.provides(URI.powerOf2BlockLength))
+    let odd = HostSettings(sampleRate: 48000, maxBlockFrames: 96, nominalBlockFrames: 96, fixedBlocks: true)
+    #expect(odd.provides(URI.fixedBlockLength) && !odd.provides(URI.powerOf2BlockLength))
+    #expect(!free.provides("http://example.org/ns/unsupported-feature"))
+  }
+
+  @Test("an LV2 preset applies, by label or URI; explicit values win over it")
+  func lv2PresetApplies() throws {
+    func detune(_ entry: ChainEntry) throws -> Float? {
+      Installed.value(try Installed.build([entry]).chain, "detune.detune")
+    }
+    #expect(try detune(Installed.plugin("detune", Installed.detune)) == 0.2)
+    #expect(try detune(Installed.plugin("detune", Installed.detune, preset: "Out Of Tune")) == 0.8)
+    let uri = "http://drobilla.net/plugins/mda/presets#Detune-out-of-tune"
+    #expect(try detune(Installed.plugin("detune", Installed.detune, preset: uri)) == 0.8)
+    let both = Installed.plugin("detune", Installed.detune, values: ["detune": 0.5], preset: "Out Of Tune")
+    #expect(try detune(both) == 0.5)
+  }
+
+  @Test("an unknown preset, control or out-of-range value is one error; not strict, the stage is left out")
+  func descriptionErrors() throws {
+    let labels = ["Out Of Tune", "Stereo Detune", "Symphonic"]
+    #expect(
+      Installed.error(building: Installed.plugin("detune", Installed.detune, preset: "Nope"))
+        == .unknownPreset(uri: Installed.detune, preset: "Nope", available: labels))
+    #expect(
+      Installed.error(building: Installed.plugin("amp", Installed.amp, values: ["volume": 1]))
+        == .unknownControl(id: "amp", symbol: "volume", known: ["gain"]))
+    #expect(
+      Installed.error(building: Installed.plugin("amp", Installed.amp, values: ["gain": 30]))
+        == .outOfRange(id: "amp", symbol: "gain", value: 30, range: -90...24))
+    #expect(
+      PluginError.outOfRange(id: "amp", symbol: "gain", value: 30, range: -90...24).description
+        == "30 is outside the range of 'amp.gain' (-90 to 24)")
+    #expect(
+      Installed.error(building: Installed.plugin("x", "http://example.org/nope"))
+        == .unknownURI("http://example.org/nope"))
+    #expect(
+      Installed.error(building: Installed.plugin("none", Installed.noAudio))
+        == .unsupported(uri: Installed.noAudio, reason: PluginInfo.layoutProblem(inputs: 0, outputs: 0)!))
+
+    let built = try ChainBuilder.build(
+      [Installed.plugin("detune", Installed.detune, preset: "Nope"), Installed.plugin("amp", Installed.amp)],
+      settings: Installed.settings)
+    #expect(
+      built.skipped.map(\.message) == [
+        "plugin stage 'detune' is left out: the plugin '\(Installed.detune)' has no preset 'Nope' "
+          + "(it has: Out Of Tune, Stereo Detune, Symphonic)"
+      ])
+    #expect(built.plugins.map(\.id) == ["amp"] && built.chain.parameter("detune.detune") == nil)
+  }
+
+  @Test("a mono plugin runs as two instances, one per channel; a stereo one as one")
+  func monoRunsTwice() throws {
+    let built = try Installed.build([
+      Installed.plugin("amp", Installed.amp, values: ["gain": -6]), Installed.plugin("dpl", Installed.dpl),
+    ])
+    #expect(built.plugins.map { $0.instances.count } == [2, 1])
+    let amp = try Installed.build([Installed.plugin("amp", Installed.amp, values: ["gain": -6])])
+    let (a, b) = (Installed.noise(4800, seed: 1), Installed.noise(4800, seed: 2))
+    var (left, right) = (a, b)
+    Installed.process(amp.chain, &left, &right)
+    let coef = powf(10, -6 * 0.05)
+    #expect(left == a.map { $0 * coef } && right == b.map { $0 * coef }, "each channel on its own instance")
+  }
+
+  @Test(
+    "on a mono input a mono plugin runs once and both channels get its output, bit for bit what two instances give; after a reverb it runs twice again"
+  )
+  func monoInputRunsOnce() throws {
+    var mono = Installed.settings
+    mono.identicalChannels = true
+    let entries = [
+      Installed.plugin("amp", Installed.amp, values: ["gain": -6]),
+      .unit(StageDescription(id: "reverb", type: "reverb")), Installed.plugin("amp2", Installed.amp),
+    ]
+    let once = try ChainBuilder.build(entries, settings: mono, strict: true)
+    #expect(once.plugins.map { $0.instances.count } == [1, 2], "the reverb makes the channels differ")
+    let twice = try Installed.build(entries)
+    #expect(twice.plugins.map { $0.instances.count } == [2, 2])
+    let x = Installed.noise(4800, seed: 5)
+    var (left, right) = (x, x)
+    Installed.process(once.chain, &left, &right)
+    var (left2, right2) = (x, x)
+    Installed.process(twice.chain, &left2, &right2)
+    #expect(left == left2 && right == right2, "one instance gives what two give")
+  }
+
+  @Test("a 1→2 plugin gets the mean of left and right")
+  func monoInStereoOut() throws {
+    // zeroconvolv's configurable mono→stereo variant without an IR copies its input to both
+    // outputs, at the dry level (0 dB here, once its own 20 Hz gain ramp has settled).
+    let built = try Installed.build([Installed.plugin("m2s", Installed.monoToStereo, values: ["dry": 0])])
+    #expect(built.plugins.first?.instances.count == 1)
+    var (left, right) = ([Float](repeating: 0.1, count: 48000), [Float](repeating: 0.1, count: 48000))
+    Installed.process(built.chain, &left, &right)
+    let (a, b) = (Installed.noise(4800, seed: 3), Installed.noise(4800, seed: 4))
+    (left, right) = (a, b)
+    Installed.process(built.chain, &left, &right)
+    let mean = zip(a, b).map { ($0 + $1) * 0.5 }
+    #expect(left == mean && right == mean)
+  }
+
+  @Test("parameters: control inputs, bypass, then control outputs, which are read-only")
+  func parameters() throws {
+    let built = try Installed.build([Installed.plugin("dpl", Installed.dpl)])
+    let chain = built.chain
+    #expect(
+      chain.parameters.map(\.key) == [
+        "dpl.enable", "dpl.gain", "dpl.threshold", "dpl.release", "dpl.truepeak", "dpl.bypass", "dpl.level",
+        "dpl.latency",
+      ])
+    #expect(chain.parameter("dpl.enable")?.spec.kind == .toggle)
+    #expect(chain.parameter("dpl.threshold")?.spec.kind == .continuous)
+    #expect(chain.parameter("dpl.latency")?.spec.kind == .output)
+    #expect(chain.set("dpl.latency", 3) == nil && chain.set("dpl.level", 0) == nil)
+    #expect(chain.set("dpl.threshold", -3) == -3 && chain.set("dpl.threshold", -99) == -10)
+    // The warm-up block has run the plugin: its latency output is published and counted.
+    let latency = try #require(Installed.value(chain, "dpl.latency"))
+    #expect(
+      latency > 0 && Int(latency) == built.plugins[0].latencyFrames && chain.latencyFrames == Int(latency))
+    // Enumerations snap to their labelled values, integers round; both apply without smoothing.
+    let other = try Installed.build([
+      Installed.plugin("leslie", "http://drobilla.net/plugins/mda/Leslie"),
+      Installed.plugin("dr", "http://gareus.org/oss/lv2/meters#dr14stereo"),
+    ]).chain
+    #expect(other.parameter("leslie.mode")?.spec.kind == .choice([0, 0.5, 1]))
+    #expect(other.set("leslie.mode", 0.4) == 0.5)
+    #expect(other.parameter("dr.reset")?.spec.kind == .integer && other.set("dr.reset", 0.7) == 1)
+    #expect(other.parameter("dr.dr1")?.spec.kind == .output)
+  }
+
+  @Test("worker + state: zeroconvolv's preset IR is loaded through the worker, then the signal passes")
+  func workerDeliversImpulseResponse() throws {
+    let built = try Installed.build([Installed.plugin("zc", Installed.zeroconvolv, preset: "No-OP Mono")])
+    var ready = false
+    for _ in 0..<200 where !ready {
+      var (left, right) = ([Float](repeating: 0.25, count: 256), [Float](repeating: 0.25, count: 256))
+      Installed.process(built.chain, &left, &right)
+      // Each channel's instance has its own worker: both must have swapped their IR in.
+      ready = abs(left[255] - 0.25) < 1e-4 && abs(right[255] - 0.25) < 1e-4
+      if !ready { usleep(10_000) }
+    }
+    #expect(ready, "the worker never swapped the IR in (output still silent after 2 s)")
+    let latency = built.plugins[0].latencyFrames
+    let input = Installed.noise(4096, seed: 5)
+    var (left, right) = (input, input)
+    Installed.process(built.chain, &left, &right)
+    let worst = (latency..<input.count).map { abs(left[$0] - input[$0 - latency]) }.max() ?? 1
+    print("[measured] zeroconvolv No-OP Mono: latency \(latency) frames, worst error \(worst)")
+    #expect(latency > 0 && worst < 1e-5 && left == right)
+  }
+}
+
+@Suite("Presets with LV2 entries")
+struct LV2PresetTests {
+  @Test("an lv2 entry parses with its id, params, preset and bypass; the id defaults to the URI's")
+  func parses() throws {
+    let text = #"""
+      {"name": "p", "chain": [
+        {"lv2": "http://lv2plug.in/plugins/eg-amp", "id": "amp", "params": {"gain": -3, "x": true},
+         "preset": "Loud", "bypass": true},
+        {"lv2": "http://gareus.org/oss/lv2/dpl#stereo"}, {"unit": "limiter"}]}
+      """#
+    let preset = try Preset.parse(Data(text.utf8), path: "p.json")
+    #expect(
+      preset.chain[0]
+        == Installed.plugin("amp", Installed.amp, values: ["gain": -3, "x": 1], preset: "Loud").bypassing())
+    #expect(preset.chain[1] == Installed.plugin("dpl_stereo", Installed.dpl))
+    #expect(preset.entries.map(\.id) == ["amp", "dpl_stereo", "limiter", "output"])
+    let stages = try preset.stages(applying: [
+      ParameterOverride(key: "amp.gain", value: 6), ParameterOverride(key: "dpl_stereo.bypass", value: 1),
+    ])
+    guard case .plugin(let amp) = stages[0], case .plugin(let dpl) = stages[1] else {
+      Issue.record("\(stages)")
+      return
+    }
+    #expect(amp.values["gain"] == 6 && dpl.bypassed)
+  }
+
+  @Test(
+    "bad lv2 entries give the documented one-sentence error",
+    arguments: [
+      (#"{"lv2": 3}"#, "key 'chain[0].lv2': expected the plugin's URI"),
+      (#"{"lv2": ""}"#, "key 'chain[0].lv2': expected the plugin's URI"),
+      (
+        #"{"lv2": "urn:a", "gain": 1}"#,
+        "key 'chain[0].gain': unknown key (allowed: bypass, id, lv2, params, preset, state)"
+      ),
+      (#"{"lv2": "urn:a", "id": 1}"#, "key 'chain[0].id': expected a string"),
+      (#"{"lv2": "urn:a", "bypass": "yes"}"#, "key 'chain[0].bypass': expected true or false"),
+      (#"{"lv2": "urn:a", "preset": 2}"#, "key 'chain[0].preset': expected a preset URI or label"),
+      (
+        #"{"lv2": "urn:a", "params": [1]}"#,
+        "key 'chain[0].params': expected an object of control values by port symbol"
+      ),
+      (#"{"lv2": "urn:a", "params": {"gain": "loud"}}"#, "key 'chain[0].params.gain': expected a number"),
+      (#"{"lv2": "urn:a", "id": "eq"}, {"unit": "eq"}"#, "key 'chain[1].id': stage id 'eq' is used twice"),
+    ])
+  func malformed(entry: String, message: String) {
+    let text = #"{"name": "x", "chain": ["# + entry + "]}"
+    do {
+      _ = try Preset.parse(Data(text.utf8), path: "bad.json")
+      Issue.record("parsed: \(text)")
+    } catch {
+      #expect(error.description.hasPrefix("preset 'bad.json', \(message)"), "\(error.description)")
+      #expect(!error.description.contains("\n"))
+    }
+  }
+}
+
+extension ChainEntry {
+  fileprivate func bypassing() -> ChainEntry {
+    guard case .plugin(var d) = self else { return self }
+    d.bypassed = true
+    return .plugin(d)
+  }
+}

@@ -1,0 +1,53 @@
+import Foundation
+import Testing
+
+/// The tree keeps the shape docs/architecture.md draws: files small enough to read, and each
+/// target importing only what its layer may (Package.swift lets the compiler refuse the rest;
+/// this names the rule where a reader looks for it).
+@Suite struct SourceLayoutTests {
+  static let sources = packageRoot.appendingPathComponent("Sources")
+
+  /// Every Swift file under `Sources`, with its target and its lines.
+  static func files() throws -> [(target: String, path: String, lines: [Substring])] {
+    guard let walk = FileManager.default.enumerator(at: sources, includingPropertiesForKeys: nil) else {
+      return []
+    }
+    var found: [(String, String, [Substring])] = []
+    for case let url as URL in walk where url.pathExtension == "swift" {
+      let relative = String(url.path.dropFirst(sources.path.count + 1))
+      let text = try String(contentsOf: url, encoding: .utf8)
+      found.append(
+        (
+          String(relative.prefix { $0 != "/" }), relative,
+          text.split(separator: "\n", omittingEmptySubsequences: false)
+        ))
+    }
+    return found
+  }
+
+  @Test("no source file is over 500 lines")
+  func filesStaySmall() throws {
+    let files = try Self.files()
+    #expect(files.count > 50)
+    for file in files { #expect(file.lines.count <= 500, "\(file.path): \(file.lines.count) lines") }
+  }
+
+  @Test("DSP, the presets and the offline tools import no JACK client and no engine")
+  func layersImportDownward() throws {
+    let forbidden: [String: Set<String>] = [
+      "DSP": [
+        "CJack", "CLilv", "LV2Host", "LiveMicEngine", "LiveMicControl", "LiveMicPresets", "LiveMicOffline",
+      ],
+      "LiveMicEngine": ["CLilv", "LV2Host", "LiveMicControl", "LiveMicPresets", "LiveMicOffline"],
+      "LiveMicPresets": ["CJack", "LiveMicEngine", "LiveMicControl", "LiveMicOffline"],
+      "LiveMicOffline": ["CJack", "LiveMicEngine", "LiveMicControl"],
+    ]
+    for file in try Self.files() {
+      guard let refused = forbidden[file.target] else { continue }
+      for line in file.lines where line.hasPrefix("import ") {
+        let module = String(line.dropFirst("import ".count))
+        #expect(!refused.contains(module), "\(file.path) imports \(module)")
+      }
+    }
+  }
+}
