@@ -35,6 +35,20 @@ final class ControlServer: @unchecked Sendable {
       set { followed.withLock { $0 = newValue } }
     }
 
+    /// Changes the topics and writes `answer(topics)` while holding the writer, so no stream line
+    /// goes out between the change and its answer: a subscriber reads the answer first (a
+    /// stream line that finds the writer held is missed, as for any subscriber too slow to take
+    /// it). False when the connection is closed for writing.
+    func changeTopics(_ change: (inout Set<String>) -> Void, answer: (Set<String>) -> String) -> Bool {
+      writer.withLock { open in
+        let now = followed.withLock { topics in
+          change(&topics)
+          return topics
+        }
+        return write(Array((answer(now) + "\n").utf8), blocking: true, &open)
+      }
+    }
+
     /// Writes one line. `blocking: false` (stream lines) gives up rather than wait: when a
     /// response is being written, when the peer's buffer is full, and it closes the connection
     /// if only part of the line went out.
@@ -188,56 +202,71 @@ final class ControlServer: @unchecked Sendable {
         let line = pending[pending.startIndex..<newline]
         pending = Data(pending[(newline + 1)...])
         if line.allSatisfy({ $0 == 32 || $0 == 13 }) { continue }
-        let response = handle(Data(line), connection)
-        if !connection.send(response, blocking: true) { return }
+        switch handle(Data(line), connection) {
+        case .answered(let written): if !written { return }
+        case .answer(let response): if !connection.send(response, blocking: true) { return }
+        }
       }
     }
   }
 
-  private func handle(_ line: Data, _ connection: Connection) -> String {
+  /// What a request line got: an answer to write, or one already written (`written`: the
+  /// connection is still open).
+  private enum Reply {
+    case answer(String)
+    case answered(written: Bool)
+  }
+
+  private func handle(_ line: Data, _ connection: Connection) -> Reply {
     let value: JSONValue
     do { value = try JSONValue.parse(line) } catch {
-      return Self.error("the request is not valid JSON (\(error.reason))", code: "control.malformed-json")
+      return .answer(
+        Self.error("the request is not valid JSON (\(error.reason))", code: "control.malformed-json"))
     }
     guard let object = value.object else {
-      return Self.error("the request must be a JSON object", code: "control.not-an-object")
+      return .answer(Self.error("the request must be a JSON object", code: "control.not-an-object"))
     }
     guard let command = object["cmd"]?.string else {
-      return Self.error("the request has no \"cmd\" string", code: "control.no-command")
+      return .answer(Self.error("the request has no \"cmd\" string", code: "control.no-command"))
     }
     switch command {
     case "subscribe", "unsubscribe": return subscription(command, object, connection)
-    default: return submit(object)
+    default: return .answer(submit(object))
     }
   }
 
   /// `subscribe` adds topics (all when "topics" is absent), `unsubscribe` removes them (all
   /// when absent); the answer lists the topics now followed.
   private func subscription(_ command: String, _ object: [String: JSONValue], _ connection: Connection)
-    -> String
+    -> Reply
   {
     var named = Set(Self.topics)
     if let given = object["topics"] {
       guard let list = given.array?.compactMap(\.string), list.count == given.array?.count else {
-        return Self.error("\"topics\" must be a list of strings (\(Self.topics.joined(separator: ", ")))")
+        return .answer(
+          Self.error("\"topics\" must be a list of strings (\(Self.topics.joined(separator: ", ")))"))
       }
       if let unknown = list.first(where: { !Self.topics.contains($0) }) {
-        return Self.error("unknown topic '\(unknown)' (topics: \(Self.topics.joined(separator: ", ")))")
+        return .answer(
+          Self.error("unknown topic '\(unknown)' (topics: \(Self.topics.joined(separator: ", ")))"))
       }
       named = Set(list)
     }
-    let now = subscribers.withLock { list in
-      if command == "subscribe" {
-        connection.topics.formUnion(named)
+    let subscribing = command == "subscribe"
+    if subscribing {
+      subscribers.withLock { list in
         if !list.contains(where: { $0 === connection }) { list.append(connection) }
-      } else {
-        connection.topics.subtract(named)
       }
-      return connection.topics
     }
-    if command == "subscribe" { wake.signal() }  // meters start at once
-    return "{\"ok\":true,\"topics\":[" + now.sorted().map { EventStream.quote($0) }.joined(separator: ",")
-      + "]}"
+    // The topics change and the answer goes out together: the broadcasts, which filter on the
+    // topics, can add no line before the answer.
+    let written = connection.changeTopics { topics in
+      if subscribing { topics.formUnion(named) } else { topics.subtract(named) }
+    } answer: { now in
+      "{\"ok\":true,\"topics\":[" + now.sorted().map { EventStream.quote($0) }.joined(separator: ",") + "]}"
+    }
+    if subscribing { wake.signal() }  // meters start at once
+    return .answered(written: written)
   }
 
   /// Hands a request to the supervisor and waits for its answer (any thread but the
