@@ -30,10 +30,8 @@ final class ControlServer: @unchecked Sendable {
     private let writer = Locked<Bool>(true)
     init(fd: Int32) { self.fd = fd }
 
-    var topics: Set<String> {
-      get { followed.withLock { $0 } }
-      set { followed.withLock { $0 = newValue } }
-    }
+    /// The topics followed (changed only with their answer, by `changeTopics`).
+    var topics: Set<String> { followed.withLock { $0 } }
 
     /// Changes the topics and writes `answer(topics)` while holding the writer, so no stream line
     /// goes out between the change and its answer: a subscriber reads the answer first (a
