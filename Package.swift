@@ -17,10 +17,23 @@ let package = Package(
     .systemLibrary(name: "CEbur128", pkgConfig: "libebur128", providers: [.apt(["libebur128-dev"])]),
     // The C half of LV2 hosting: the variadic log functions and a lock-free log queue.
     .target(name: "CLV2Support"),
+    // WebRTC's audio processing (C++) behind a C interface, on a helper thread of its own.
+    // Not a pkgConfig system library: webrtc-audio-processing.pc's Cflags carry -D flags, which
+    // SwiftPM refuses with a warning (the release build has none). The settings below are what
+    // `pkg-config --cflags --libs webrtc-audio-processing` gives for Debian 12's 0.3
+    // (libwebrtc-audio-processing-dev, installed by scripts/setup).
+    .target(
+      name: "CWebRTC",
+      cxxSettings: [
+        .unsafeFlags(["-I/usr/include/webrtc_audio_processing"]), .define("WEBRTC_POSIX"),
+        .define("WEBRTC_AUDIO_PROCESSING_ONLY_BUILD"),
+      ],
+      linkerSettings: [.linkedLibrary("webrtc_audio_processing")]),
 
     // Voice DSP: no JACK, no lilv, no files; FFTW for the feedback suppressor's analysis and
-    // speexdsp for noise suppression and echo cancellation, everything else pure Swift.
-    .target(name: "DSP", dependencies: ["CFFTW", "CSpeexDSP"]),
+    // speexdsp for noise suppression and echo cancellation, WebRTC's audio processing as their
+    // second engine; everything else pure Swift.
+    .target(name: "DSP", dependencies: ["CFFTW", "CSpeexDSP", "CWebRTC"]),
 
     // The engine/host layer: the JACK client and everything the audio thread touches.
     .target(name: "LiveMicEngine", dependencies: ["CJack", "DSP"]),

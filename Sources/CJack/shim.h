@@ -7,6 +7,7 @@
 #include <jack/midiport.h>
 #include <jack/ringbuffer.h>
 #include <jack/uuid.h>
+#include <jack/thread.h>
 
 /// jack_client_open is variadic and does not import into Swift; this wrapper does.
 /// Passes the server name only when one is given (JackServerName).

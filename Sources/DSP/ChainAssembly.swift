@@ -59,9 +59,11 @@ public enum BuiltinUnits {
     OutputVolume.self,
   ]
   /// Units a preset may name that are not in the default chain: `music` and `monitor` (added
-  /// by `--music` and `--monitor`) and `loudness` (added by `--loudness-target`).
+  /// by `--music` and `--monitor`), `loudness` (added by `--loudness-target`), and the WebRTC
+  /// engines of `denoise`, `aec` and `leveler`.
   nonisolated(unsafe) public static let optionalTypes: [any VoiceUnit.Type] = [
-    MusicBed.self, MonitorMix.self, LoudnessTarget.self,
+    MusicBed.self, MonitorMix.self, LoudnessTarget.self, WebRTCDenoise.self, WebRTCEchoCanceller.self,
+    WebRTCLeveler.self,
   ]
   public static var typeNames: [String] { types.map { $0.typeName } }
 

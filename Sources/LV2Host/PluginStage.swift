@@ -18,6 +18,9 @@ public struct PluginDescription: Sendable, Equatable {
   /// the preset.
   public var statePath: String?
   public var bypassed: Bool
+  /// The built-in unit to run instead when the plugin cannot be made (an `automatic` mode's
+  /// choice; nil: the stage is left out).
+  public var fallback: StageDescription?
 
   public init(
     id: String, uri: String, values: [String: Float] = [:], preset: String? = nil, bypassed: Bool = false

@@ -18,6 +18,8 @@ public struct RenderOptions: Sendable {
   public var plugins: [String] = []
   /// A slow loudness target in LUFS (`--loudness-target`; see `ChainRequest`).
   public var loudnessTargetLufs: Float?
+  /// `--no-plugins`: no entry's mode runs an LV2 alternative.
+  public var noPlugins = false
   /// Whether to print a progress line on standard error.
   public var showProgress = isatty(2) != 0
 
@@ -61,10 +63,12 @@ public enum Renderer {
   /// for FLAC, Vorbis for OGG. Returns the number of frames written.
   @discardableResult
   public static func render(_ options: RenderOptions) throws(RenderError) -> Int {
+    ProcessingContext.runOffline()  // nothing here runs in real time
     var request = ChainRequest(preset: options.preset)
     request.overrides = options.overrides
     request.plugins = options.plugins
     request.loudnessTargetLufs = options.loudnessTargetLufs
+    request.noPlugins = options.noPlugins
     let stages: [ChainEntry]
     do { stages = try request.stages().1 } catch { throw .request(error) }
 
@@ -92,6 +96,10 @@ public enum Renderer {
     let built: BuiltChain
     do { built = try ChainBuilder.build(stages, settings: settings) } catch { throw .build(error) }
     for (_, message) in built.skipped {
+      FileHandle.standardError.write(Data("livemic: error: \(message)\n".utf8))
+    }
+    for (id, reason) in built.fellBack {
+      let message = "stage '\(id)': its plugin could not be made (\(reason)); the built-in unit runs instead"
       FileHandle.standardError.write(Data("livemic: error: \(message)\n".utf8))
     }
     let chain = built.chain

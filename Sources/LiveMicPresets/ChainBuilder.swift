@@ -10,6 +10,9 @@ public struct BuiltChain: @unchecked Sendable {
   public let plugins: [PluginStage]
   /// One sentence per plugin entry that could not be made, with its id; the chain runs without it.
   public let skipped: [(id: String, message: String)]
+  /// `automatic` stages whose plugin could not be made and whose built-in unit runs instead,
+  /// with why (one sentence each).
+  public var fellBack: [(id: String, reason: String)] = []
 }
 
 /// Builds chains from entries: built-in units through `ChainAssembly`, LV2 plugins through the
@@ -27,6 +30,7 @@ public enum ChainBuilder {
     var assembly = ChainAssembly()
     var plugins: [PluginStage] = []
     var skipped: [(id: String, message: String)] = []
+    var fellBack: [(id: String, reason: String)] = []
     let stateRoot = FileManager.default.temporaryDirectory.appendingPathComponent("livemic-state-\(getpid())")
       .path
     // Whether both channels still carry the same signal at the entry being built.
@@ -45,6 +49,15 @@ public enum ChainBuilder {
             stage = try PluginStage(
               d, world: world, settings: stageSettings, stateDirectory: stateRoot + "/" + d.id)
           } catch {
+            if let fallback = d.fallback {
+              // An automatic stage: its built-in unit instead (also on a strict reload).
+              try assembly.append(fallback)
+              if BuiltinUnits.type(named: fallback.type)?.makesChannelsDiffer ?? true {
+                stageSettings.identicalChannels = false
+              }
+              fellBack.append((d.id, error.description))
+              continue
+            }
             if strict { throw BuildError.plugin(id: d.id, error) }
             skipped.append((d.id, "plugin stage '\(d.id)' is left out: \(error.description)"))
             continue
@@ -64,7 +77,7 @@ public enum ChainBuilder {
     }
     return BuiltChain(
       chain: assembly.makeChain(sampleRate: settings.sampleRate, warmFrames: settings.nominalBlockFrames),
-      plugins: plugins, skipped: skipped)
+      plugins: plugins, skipped: skipped, fellBack: fellBack)
   }
 }
 

@@ -19,6 +19,8 @@ public struct ChainRequest: Sendable, Equatable {
   public var loudnessTargetLufs: Float?
   /// `--set` overrides, applied last.
   public var overrides: [ParameterOverride] = []
+  /// `--no-plugins`: no entry's mode runs an LV2 alternative.
+  public var noPlugins = false
 
   public init(preset: String) { self.preset = preset }
 
@@ -28,6 +30,8 @@ public struct ChainRequest: Sendable, Equatable {
     -> (Preset, [ChainEntry])
   {
     let preset: Preset
+    var library = library
+    if noPlugins { library.pluginsOff = "--no-plugins" }
     do { preset = try library.load(self.preset) } catch { throw .preset(error) }
     var entries = preset.entries
     // --plugin entries go before the final output stage.

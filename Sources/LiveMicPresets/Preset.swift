@@ -22,6 +22,12 @@ public enum ChainEntry: Sendable, Equatable {
     if case .unit(let d) = self { return d }
     return nil
   }
+
+  /// The LV2 plugin's description, if this is one.
+  public var plugin: PluginDescription? {
+    if case .plugin(let d) = self { return d }
+    return nil
+  }
 }
 
 /// A preset: a named chain of stages with their parameters, read from a JSON file.
@@ -50,6 +56,8 @@ public struct Preset: Sendable, Equatable {
   public var modes: [String: ModeRequest] = [:]
   /// How each `denoise`, `leveler`, `aec` and `highpass` entry was resolved (`resolveModes`).
   public var resolutions: [ModeResolution] = []
+  /// `"plugins": false`: no entry's mode runs an LV2 alternative (its built-in unit runs).
+  public var pluginsOff = false
 
   public init(
     name: String, description: String, volume: Float?, chain: [ChainEntry], path: String? = nil
@@ -111,7 +119,8 @@ extension Preset {
   /// Parses and validates a preset file's contents: every unit and parameter must exist.
   /// Processing modes are resolved against the installed plugins (or `availability`).
   public static func parse(
-    _ data: Data, path: String, availability: ((String) -> PluginAvailability)? = nil
+    _ data: Data, path: String, availability: ((String) -> PluginAvailability)? = nil,
+    pluginsOff: String? = nil
   ) throws(PresetError) -> Preset {
     let document: JSONValue
     do {
@@ -123,7 +132,16 @@ extension Preset {
       throw .invalid(path: path, key: "(top level)", reason: "expected a JSON object")
     }
     try checkKeys(
-      top, allowed: ["name", "description", "volume", "chain", "route", "midi"], prefix: "", path: path)
+      top, allowed: ["name", "description", "volume", "chain", "route", "midi", "plugins"], prefix: "",
+      path: path)
+    var presetPluginsOff = false
+    if let p = top["plugins"] {
+      guard let on = p.bool else {
+        throw .invalid(
+          path: path, key: "plugins", reason: "expected true or false (false: no LV2 alternatives)")
+      }
+      presetPluginsOff = !on
+    }
     let midi = try midiMappings(top["midi"], path: path)
     let (routeOut, routeIn) = try routes(top["route"], path: path)
     guard let name = top["name"]?.string, !name.isEmpty else {
@@ -152,12 +170,13 @@ extension Preset {
     preset.routeIn = routeIn
     preset.midi = midi
     preset.modes = modes
+    preset.pluginsOff = presetPluginsOff
     do {
       try ChainAssembly.validate(preset.units)
     } catch {
       throw .invalid(path: path, key: "chain", reason: error.description)
     }
-    try preset.resolveModes(availability: availability)
+    try preset.resolveModes(availability: availability, pluginsOff: pluginsOff)
     return preset
   }
 

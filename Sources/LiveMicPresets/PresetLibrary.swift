@@ -2,28 +2,37 @@ import DSP
 import Foundation
 import LV2Host
 
-/// Finds presets: `$XDG_CONFIG_HOME/livemic/presets` (default `~/.config/livemic/presets`),
-/// then the installed `presets/` folder; a name with a `/` or ending in `.json` is a path.
+/// Finds presets: `$XDG_CONFIG_HOME/livemic/presets` (default `~/.config/livemic/presets`), then
+/// `livemic/presets` in each of `$XDG_DATA_DIRS` (default `/usr/local/share:/usr/share`:
+/// distribution and community presets), then `$LIVEMIC_PRESETS_DIR`, then the shipped folder
+/// found relative to the binary; a name with a `/` or ending in `.json` is a path.
 ///
 /// Thread: any thread but the audio thread (it reads files).
 public struct PresetLibrary: Sendable {
   /// The folders searched, in order.
   public let folders: [String]
+  /// Why no preset loaded here may run an LV2 alternative (`--no-plugins`); nil: they may.
+  public var pluginsOff: String?
 
   public init(folders: [String]? = nil) {
     self.folders = folders ?? Self.defaultFolders()
   }
 
-  /// The user folder, then `$LIVEMIC_PRESETS_DIR` if set, then the installed presets.
-  public static func defaultFolders() -> [String] {
-    let env = ProcessInfo.processInfo.environment
+  /// The user folder, the data folders, `$LIVEMIC_PRESETS_DIR` if set, then the shipped
+  /// presets; each folder once (the first place it comes).
+  public static func defaultFolders(
+    environment env: [String: String] = ProcessInfo.processInfo.environment
+  ) -> [String] {
     let config =
       env["XDG_CONFIG_HOME"].flatMap { $0.isEmpty ? nil : $0 }
       ?? (NSHomeDirectory() + "/.config")
     var folders = [config + "/livemic/presets"]
+    let data = env["XDG_DATA_DIRS"].flatMap { $0.isEmpty ? nil : $0 } ?? "/usr/local/share:/usr/share"
+    for dir in data.split(separator: ":") where !dir.isEmpty { folders.append(dir + "/livemic/presets") }
     if let dir = env["LIVEMIC_PRESETS_DIR"], !dir.isEmpty { folders.append(dir) }
     if let installed = installedFolder() { folders.append(installed) }
-    return folders
+    var seen = Set<String>()
+    return folders.filter { seen.insert(URL(fileURLWithPath: $0).standardizedFileURL.path).inserted }
   }
 
   /// The `presets/` folder shipped with this binary: next to the package root for a
@@ -60,7 +69,7 @@ public struct PresetLibrary: Sendable {
       let exists = FileManager.default.fileExists(atPath: path)
       throw .unreadable(path: path, reason: exists ? "permission denied" : "no such file")
     }
-    return try Preset.parse(data, path: path)
+    return try Preset.parse(data, path: path, pluginsOff: pluginsOff)
   }
 
   /// Every preset found, first folder winning on a name clash, sorted by name. Files that do

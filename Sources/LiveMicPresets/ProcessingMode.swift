@@ -13,6 +13,8 @@ public enum ProcessingMode: String, Sendable, CaseIterable {
   case plugin
   /// The first installed LV2 plugin of the list, else the built-in unit.
   case automatic
+  /// WebRTC's audio processing (`denoise`, `aec` and `leveler`: the `webrtc-*` units).
+  case webrtc
 }
 
 /// What a chain entry asked for: `"mode"`, `"plugins"` (a preference list of LV2 URIs, most
@@ -55,6 +57,14 @@ public struct ModeResolution: Sendable, Equatable {
   /// Built-in parameter name → plugin port symbol, when a plugin runs.
   public let parameterMap: [String: String]
 
+  /// The same stage run by its built-in unit after its plugin could not be made (`automatic`).
+  public func fellBack(because reason: String) -> ModeResolution {
+    ModeResolution(
+      id: id, unit: unit, requested: requested, effective: "builtin",
+      reason: "mode 'automatic': \(effective) could not be made (\(reason)), so the built-in unit runs",
+      parameterMap: [:])
+  }
+
   /// The status fields of the stage (`livemic ctl status`).
   public var fields: [String: Any] {
     ["mode": requested.rawValue, "implementation": effective, "why": reason]
@@ -65,6 +75,7 @@ public struct ModeResolution: Sendable, Equatable {
 public enum ModeError: CodedError, Equatable {
   case noPluginInstalled(id: String, tried: [String])
   case modesNotSupported(unit: String)
+  case noWebRTC(unit: String)
 
   public var description: String {
     switch self {
@@ -76,6 +87,10 @@ public enum ModeError: CodedError, Equatable {
     case .modesNotSupported(let unit):
       return "unit '\(unit)' has no processing modes (only "
         + ProcessingModes.units.joined(separator: ", ") + " do)"
+    case .noWebRTC(let unit):
+      return "unit '\(unit)' has no WebRTC engine (only "
+        + ProcessingModes.webrtcUnits.keys.sorted().joined(separator: ", ")
+        + " do)"
     }
   }
 
@@ -83,6 +98,7 @@ public enum ModeError: CodedError, Equatable {
     switch self {
     case .noPluginInstalled: return "mode.no-plugin-installed"
     case .modesNotSupported: return "mode.not-supported"
+    case .noWebRTC: return "mode.no-webrtc"
     }
   }
 }
@@ -118,6 +134,33 @@ public enum ProcessingModes {
     return ["http://gareus.org/oss/lv2/fil4#stereo": fil4, "http://gareus.org/oss/lv2/fil4#mono": fil4]
   }()
 
+  /// The WebRTC unit of each unit that has one.
+  public static let webrtcUnits: [String: String] = [
+    "denoise": WebRTCDenoise.typeName, "aec": WebRTCEchoCanceller.typeName, "leveler": WebRTCLeveler.typeName,
+  ]
+
+  /// Mode `webrtc`: the stage as its WebRTC unit, with the values that unit has.
+  static func webrtc(_ stage: StageDescription, request: ModeRequest) throws(ModeError) -> (
+    ChainEntry, ModeResolution
+  ) {
+    guard let type = webrtcUnits[stage.type], let unit = BuiltinUnits.type(named: type) else {
+      throw .noWebRTC(unit: stage.type)
+    }
+    let names = Set(unit.parameters.map(\.name))
+    var converted = stage
+    converted.type = type
+    converted.values = stage.values.filter { names.contains($0.key) }
+    let unused = stage.values.keys.filter { !names.contains($0) }.sorted()
+    var reason = "mode 'webrtc' runs WebRTC's audio processing (\(type))"
+    if !unused.isEmpty {
+      reason += "; \(unused.joined(separator: ", ")) has no counterpart there and is not used"
+    }
+    let resolution = ModeResolution(
+      id: stage.id, unit: stage.type, requested: .webrtc, effective: "webrtc", reason: reason,
+      parameterMap: [:])
+    return (.unit(converted), resolution)
+  }
+
   /// Availability through the installed plugins.
   public static func availability(in world: LV2World) -> @Sendable (String) -> PluginAvailability {
     { uri in
@@ -129,7 +172,8 @@ public enum ProcessingModes {
   /// Resolves `stage`'s request: the entry to build (the unit itself, or an LV2 entry with the
   /// same id, bypass state and mapped values) and what was decided, with why.
   public static func resolve(
-    _ stage: StageDescription, request: ModeRequest, availability: (String) -> PluginAvailability
+    _ stage: StageDescription, request: ModeRequest, availability: (String) -> PluginAvailability,
+    pluginsOff: String? = nil
   ) throws(ModeError) -> (ChainEntry, ModeResolution) {
     let builtin = { (reason: String) in
       (
@@ -140,6 +184,11 @@ public enum ProcessingModes {
       )
     }
     if request.mode == .builtin { return builtin("mode 'builtin' runs the built-in unit") }
+    if request.mode == .webrtc { return try webrtc(stage, request: request) }
+    if let pluginsOff {
+      return builtin(
+        "mode '\(request.mode.rawValue)': plugins are off (\(pluginsOff)), so the built-in unit runs")
+    }
     let list = request.plugins ?? defaultPlugins[stage.type] ?? []
     var refused: [String] = []
     for uri in list {
@@ -156,7 +205,8 @@ public enum ProcessingModes {
           if let symbol = mapping.parameters[name] { values[symbol] = value } else { unmapped.append(name) }
         }
         values.merge(request.pluginParams) { _, explicit in explicit }
-        let plugin = PluginDescription(id: stage.id, uri: uri, values: values, bypassed: stage.bypassed)
+        var plugin = PluginDescription(id: stage.id, uri: uri, values: values, bypassed: stage.bypassed)
+        if request.mode == .automatic { plugin.fallback = stage }
         var reason =
           refused.isEmpty
           ? "mode '\(request.mode.rawValue)': \(uri) is the first plugin of the list and is installed"
@@ -187,19 +237,21 @@ extension Preset {
   /// Resolves every entry's processing mode (`modes`), replacing the entries that get a plugin
   /// and recording each decision in `resolutions`. Availability is asked only for entries whose
   /// mode is not `builtin`.
-  public mutating func resolveModes(availability: ((String) -> PluginAvailability)? = nil) throws(PresetError)
-  {
+  public mutating func resolveModes(
+    availability: ((String) -> PluginAvailability)? = nil, pluginsOff requested: String? = nil
+  ) throws(PresetError) {
+    let pluginsOff = requested ?? (self.pluginsOff ? "\"plugins\": false in the preset" : nil)
     var resolutions: [ModeResolution] = []
     var lookup = availability
     for (i, entry) in chain.enumerated() {
       guard let stage = entry.unit, ProcessingModes.units.contains(stage.type) else { continue }
       let request = modes[stage.id] ?? ModeRequest()
-      if request.mode != .builtin && lookup == nil {
+      if request.mode != .builtin && request.mode != .webrtc && pluginsOff == nil && lookup == nil {
         lookup = ProcessingModes.availability(in: ChainBuilder.world)
       }
       do {
         let (resolved, resolution) = try ProcessingModes.resolve(
-          stage, request: request, availability: lookup ?? { _ in .notInstalled })
+          stage, request: request, availability: lookup ?? { _ in .notInstalled }, pluginsOff: pluginsOff)
         chain[i] = resolved
         resolutions.append(resolution)
       } catch {
@@ -223,7 +275,8 @@ extension Preset {
     if let m = object["mode"] {
       guard let text = m.string, let mode = ProcessingMode(rawValue: text) else {
         throw .invalid(
-          path: path, key: "\(key).mode", reason: "expected \"builtin\", \"plugin\" or \"automatic\"")
+          path: path, key: "\(key).mode",
+          reason: "expected \"builtin\", \"plugin\", \"automatic\" or \"webrtc\"")
       }
       request.mode = mode
     }

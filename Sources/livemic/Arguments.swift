@@ -19,6 +19,7 @@ enum Command {
   case pluginShow(uri: String, json: Bool)
   case ctl(name: String, json: Bool, words: [String], timeout: Double?)
   case monitor(name: String)
+  case doctor(server: String?, json: Bool)
   case help(String?)
   case version
 }
@@ -100,7 +101,7 @@ func portList(_ text: String) -> [String] {
 
 /// The subcommands; a command line without one runs the live session.
 enum Subcommand: String, CaseIterable {
-  case run, render, plot, presets, params, bench, plugins, ctl, monitor, help
+  case run, render, plot, presets, params, bench, plugins, ctl, monitor, doctor, help
 }
 
 func parseCommandLine(_ arguments: [String]) throws(UsageError) -> Command {
@@ -114,6 +115,7 @@ func parseCommandLine(_ arguments: [String]) throws(UsageError) -> Command {
   case .ctl: return try parseCtl(words)
   case .monitor: return try parseMonitor(&reader)
   case .plugins: return try parsePlugins(&reader)
+  case .doctor: return try parseDoctor(&reader)
   case .params: return try parseParams(&reader)
   case .bench: return try parseBench(&reader)
   case .plot: return try parsePlot(&reader)
@@ -193,6 +195,23 @@ private func parseMonitor(_ reader: inout ArgumentReader) throws(UsageError) -> 
 }
 
 /// `livemic plugins [--json] [FILTER]` and `livemic plugins show URI`.
+/// `livemic doctor [-s SERVER] [--json]`.
+private func parseDoctor(_ reader: inout ArgumentReader) throws(UsageError) -> Command {
+  var (server, json): (String?, Bool) = (nil, false)
+  while let o = reader.nextOption() {
+    switch o {
+    case "-s", "--server": server = try reader.value(for: o)
+    case "--json": json = true
+    case "-h", "--help": return .help("doctor")
+    default: throw UsageError(message: "unknown option '\(o)' for 'livemic doctor'")
+    }
+  }
+  guard reader.positional.isEmpty else {
+    throw UsageError(message: "use 'livemic doctor [-s SERVER] [--json]'")
+  }
+  return .doctor(server: server, json: json)
+}
+
 private func parsePlugins(_ reader: inout ArgumentReader) throws(UsageError) -> Command {
   var json = false
   while let o = reader.nextOption() {
@@ -269,6 +288,7 @@ private func parseRender(_ reader: inout ArgumentReader) throws(UsageError) -> C
     case "-c", "--set": options.overrides.append(try reader.override(for: o))
     case "--frames": options.blockFrames = try reader.int(for: o, in: 1...65536)
     case "--plugin": options.plugins.append(try reader.value(for: o))
+    case "--no-plugins": options.noPlugins = true
     case "--loudness-target": options.loudnessTargetLufs = try reader.loudness(for: o)
     case "-h", "--help": return .help("render")
     default: throw UsageError(message: "unknown option '\(o)' for 'livemic render'")
@@ -302,6 +322,8 @@ private func parseRun(_ reader: inout ArgumentReader) throws(UsageError) -> Comm
     case "--connect-monitor": options.connectMonitor = portList(try reader.value(for: o))
     case "--plugin": options.plugins.append(try reader.value(for: o))
     case "--watch": options.watch = true
+    case "--no-plugins": options.noPlugins = true
+    case "--autoload": options.autoload = try reader.value(for: o)
     case "--start-muted": options.startMuted = true
     case "--osc": options.oscPort = try reader.int(for: o, in: 1...65535)
     case "--osc-host": options.oscHost = try reader.value(for: o)

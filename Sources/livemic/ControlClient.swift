@@ -35,6 +35,26 @@ public enum ControlClient {
     case ("mute", 0): return ["cmd": "mute"]
     case ("mute", 2) where rest[0] == "--mode": return ["cmd": "mute", "mode": rest[1]]
     case ("record", _): return try recordRequest(rest)
+    case ("stream", 0): return ["cmd": "stream"]
+    case ("stream", 1) where rest[0] == "stop": return ["cmd": "stream", "action": "stop"]
+    case ("stream", _) where rest.first == "start":
+      let usage = ControlClientError.usage("use 'ctl stream start PATH|- [--format f32|wav]'")
+      var request: [String: Any] = ["cmd": "stream", "action": "start"]
+      var words = Array(rest.dropFirst())
+      while let word = words.first {
+        words.removeFirst()
+        if word == "--format" {
+          guard let value = words.first else { throw usage }
+          words.removeFirst()
+          request["format"] = value
+        } else if request["path"] == nil && (word == "-" || !word.hasPrefix("-")) {
+          request["path"] = word
+        } else {
+          throw usage
+        }
+      }
+      guard request["path"] != nil else { throw usage }
+      return request
     case ("loudness", 0): return ["cmd": "loudness"]
     case ("loudness", 1) where rest[0] == "reset": return ["cmd": "loudness", "action": "reset"]
     case ("route", 0): return ["cmd": "route"]

@@ -14,6 +14,7 @@ let mainHelp = """
     livemic plugins show URI             a plugin's ports, presets, features and latency
     livemic ctl [-n NAME] COMMAND        control a running LiveMic (see 'livemic help ctl')
     livemic monitor [-n NAME]            live levels, gain reduction, xruns; keys to mute and set volume
+    livemic doctor [-s SERVER] [--json]  check what low latency here depends on (privileges, server, presets)
 
   RUN OPTIONS
     -n, --name NAME          JACK client name (default: livemic)
@@ -40,6 +41,11 @@ let mainHelp = """
         --plugin URI         append an LV2 plugin to the chain (repeatable); its controls
                              are parameters ID.SYMBOL (see 'livemic plugins show URI')
         --watch              reload the preset when its file changes (as SIGHUP does)
+        --no-plugins         no stage's mode runs an LV2 alternative: 'automatic' and 'plugin'
+                             mean the built-in unit (status says why); plain LV2 entries run
+        --autoload FILE      load a preset per output device: rules {"target": REGEX, "preset"}
+                             over the playback ports the output goes to, and a fallback
+                             (default: $XDG_CONFIG_HOME/livemic/autoload.json; docs/rig.md)
         --start-muted        start prepared but silent; 'livemic ctl unmute' ramps up
         --midi-cc CC[:CH]=KEY   map a MIDI controller on midi_in to a parameter (repeatable)
         --osc PORT           accept OSC control messages on UDP PORT (see docs/control.md)
@@ -81,12 +87,13 @@ let mainHelp = """
 
 let renderHelp = """
   USAGE: livemic render [-p PRESET] [-c KEY=VALUE]... [--plugin URI]... [--frames N]
-                        [--loudness-target LUFS] IN OUT
+                        [--loudness-target LUFS] [--no-plugins] IN OUT
 
   Runs the live chain's very code over IN (any format libsndfile reads: WAV, FLAC, OGG, AIFF…)
   at IN's sample rate, in blocks of N frames (default 256), and writes OUT in the format its
   extension names (.wav/.aiff/.caf: 32-bit float, .flac: 24-bit, .ogg: Vorbis). The output is
-  always stereo. There is no start ramp offline.
+  always stereo. There is no start ramp offline. --no-plugins: no stage's mode runs an LV2
+  alternative (the built-in units run).
 
   EXAMPLES
     livemic render -p voice -c eq.treble_db=3 in.wav out.wav
@@ -119,7 +126,9 @@ let presetsHelp = """
          livemic presets show NAME  print a preset's chain and every value it runs with
 
   Presets are searched in $XDG_CONFIG_HOME/livemic/presets (~/.config/livemic/presets), then
-  $LIVEMIC_PRESETS_DIR, then the installed presets/ folder. -p also takes a path.
+  livemic/presets in each of $XDG_DATA_DIRS (/usr/local/share:/usr/share), then
+  $LIVEMIC_PRESETS_DIR, then the shipped presets (PREFIX/share/livemic/presets beside the
+  binary). -p also takes a path.
 
   EXAMPLES
     livemic presets
@@ -170,6 +179,23 @@ let pluginsHelp = """
     livemic plugins show http://lv2plug.in/plugins/eg-amp
   """
 
+let doctorHelp = """
+  USAGE: livemic doctor [-s SERVER] [--json]
+
+  Checks, one line each, what low latency on this machine depends on outside LiveMic, with the
+  fix in one sentence where something is wrong (FIX), and information that is never an error
+  (info): real-time scheduling at JACK's client priority (tried on a probe thread), the rtprio
+  and memlock limits, the audio group; whether a JACK server runs (jackd2 or PipeWire's
+  libjack), in real time, its rate, period and round-trip latency; the CPU governor, threaded
+  interrupts and the kernel's preemption; that every preset parses and its LV2 plugins are
+  installed; the control socket folder's permissions. Exit status 0 when nothing is wrong, 1
+  otherwise. --json prints {"ok": BOOL, "findings": [{"check", "status", "detail", "fix"}]}.
+
+  EXAMPLES
+    livemic doctor
+    livemic doctor -s myserver --json | jq '.findings[] | select(.status == "problem")'
+  """
+
 let ctlHelp = """
   USAGE: livemic ctl [-n NAME] [--json] [--timeout SECONDS] COMMAND
 
@@ -202,6 +228,11 @@ let ctlHelp = """
                                for CLIENT-TAP-TIME.EXT; default: the --record folder or .)
     record stop [ID]           stop one recording (or all) and finalize the file
     record                     the recordings and the stream, with frames and drops
+    stream start PATH|- [--format f32|wav]
+                               stream the output to a file, a FIFO (reopened whenever a
+                               reader returns) or LiveMic's standard output
+    stream stop                stop the stream; its frames written and dropped
+    stream                     the stream, with frames written, dropped and delivered
     loudness                   momentary, short-term, integrated loudness (LUFS), range and
                                true peak (dBTP) of the output
     loudness reset             start integrated loudness, range and true peak over
@@ -243,6 +274,7 @@ func help(for topic: String?) -> String {
   case "presets": return presetsHelp
   case "params": return paramsHelp
   case "bench": return benchHelp
+  case "doctor": return doctorHelp
   default: return mainHelp
   }
 }

@@ -49,6 +49,10 @@ case .presets(let name?):
   }
 case .params(let markdown):
   print(Reference.parameters(markdown: markdown), terminator: "")
+case .doctor(let server, let json):
+  let (text, status) = Doctor.report(server: server, json: json)
+  print(text, terminator: "")
+  exit(status)
 case .plugins(let filter, let json):
   print(PluginReference.list(filter: filter, json: json), terminator: "")
 case .pluginShow(let uri, let json):

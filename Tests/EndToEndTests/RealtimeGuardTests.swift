@@ -79,6 +79,42 @@ extension EndToEnd {
       server.stop()
     }
 
+    /// denoise, aec and leveler on WebRTC's engine (mode `webrtc`): WebRTC locks and allocates
+    /// in its processing, which runs on its helper thread; the process callback only hands
+    /// frames over.
+    @Test("WebRTC's denoise, aec and leveler: zero counted in the process callback, audio through")
+    func webrtcEnginesAreRealtimeSafe() throws {
+      let folder = Paths.temporaryFolder("guardwebrtc")
+      defer { try? FileManager.default.removeItem(at: folder) }
+      let preset = folder.appendingPathComponent("webrtc.json")
+      try #"""
+      {"name": "webrtc", "chain": [
+        {"unit": "input"}, {"unit": "aec", "mode": "webrtc"}, {"unit": "denoise", "mode": "webrtc"},
+        {"unit": "leveler", "mode": "webrtc"}, {"unit": "limiter"}, {"unit": "output"}]}
+      """#.write(to: preset, atomically: true, encoding: .utf8)
+      let counters = folder.appendingPathComponent("rtguard.txt")
+      let (server, generator, capture, livemic) = try LiveAudioTests.rig(
+        ["-p", preset.path], signal: .sine(frequencyHz: 220, amplitude: 0.3), period: 64,
+        guardOutput: counters)
+      func cycles() -> Int { Int(RealtimeGuard.counters(counters)["cycles"] ?? "0") ?? 0 }
+      #expect(
+        livemic.log.contains("+ 3645 (chain) +"),
+        "aec 1343, denoise 1295, leveler 1007 frames (two frames and WebRTC's own delay): \(livemic.log)"
+      )
+      #expect(waitUntil(seconds: 20) { cycles() >= 2000 }, "only \(cycles()) cycles")
+      let start = capture.frameCount
+      try capture.record(frames: 24000)
+      let out = capture.recording(channel: 1, from: start).samples
+      #expect(rms(out[(out.count / 2)...]) > 1e-4, "no audio through the WebRTC units")
+      #expect(livemic.interrupt() == 0)
+      let result = RealtimeGuard.counters(counters)
+      print("[measured] rtguard, WebRTC engines: \(result.sorted { $0.key < $1.key })")
+      RealtimeGuard.expectNothingCounted(counters)
+      generator.close()
+      capture.close()
+      server.stop()
+    }
+
     @Test(
       "the independent rtcheck agrees with every issue-7 unit, across a buffer-size change",
       .enabled(if: FileManager.default.isExecutableFile(atPath: Paths.rtcheck.path)),

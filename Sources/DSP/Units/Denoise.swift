@@ -9,6 +9,15 @@ import CSpeexDSP
 /// The preprocessor's VAD (off by default; setting it only prints a warning), AGC and
 /// dereverberation stay off; `reset` clears the frame FIFO but keeps the noise estimate
 /// (speexdsp has no reset for it, and the noise has not changed).
+///
+/// Held sounds: speexdsp learns any sound that lasts as noise, so a sung note, a held vowel or
+/// a solo line sank by 10 dB over 4 s. With `keep_held` on (the default), a `HarmonicGuard`
+/// watches the input; while a held voiced sound goes on (and for `releaseFrames` after it), the
+/// unit steps aside: it plays the sound itself, delayed like speexdsp's output, crossfaded over
+/// one frame. speexdsp keeps running on every frame (its state follows the input as before; a
+/// note it learnt as noise only makes it take the noise after the note down harder). Speech's voiced
+/// stretches are mostly shorter than the guard's 250 ms, so speech in noise is suppressed as before;
+/// broadband noise is never periodic, and a machine's hum holds its pitch too still to count.
 public struct Denoise: VoiceUnit {
   public static let typeName = "denoise"
   public static let summary =
@@ -16,7 +25,11 @@ public struct Denoise: VoiceUnit {
   public static let parameters = [
     ParameterSpec(
       "suppression_db", unit: "dB", range: 0...60, default: 25,
-      "Largest attenuation of the noise (0 leaves it; applied in whole dB).")
+      "Largest attenuation of the noise (0 leaves it; applied in whole dB)."),
+    .toggle(
+      "keep_held", default: true,
+      "Keeps held voiced sounds (a sung note, a held vowel, a solo line) from being learnt as noise: while one goes on, the denoiser steps aside."
+    ),
   ]
 
   /// The preprocessor and its FIFO (nil until prepared).
@@ -41,7 +54,7 @@ public struct Denoise: VoiceUnit {
   }
 
   /// - Realtime: safe
-  public mutating func reset() { engine?.buffers.reset() }
+  public mutating func reset() { engine?.reset() }
 
   /// - Realtime: safe
   public mutating func process(_ block: StereoBlock, parameters p: ParameterValues) {
@@ -51,24 +64,39 @@ public struct Denoise: VoiceUnit {
       appliedSuppression = suppression
       engine.setSuppression(decibels: suppression)
     }
+    let keepHeld = p.current(1) >= 0.5
     let buffers = engine.buffers
     buffers.run(block) { _ in
-      buffers.pendingToNear()
-      _ = speex_preprocess_run(engine.state, buffers.near)
-      buffers.setReady(from: buffers.near)
+      engine.step(held: engine.guardian.feed(buffers.pending, count: buffers.frame) && keepHeld)
     }
   }
 
-  /// Owns the speexdsp preprocessor state (freed with the last reference).
+  /// Owns the speexdsp preprocessor state (freed with the last reference), the frame FIFO and
+  /// the held-sound guard.
   /// Thread: created off the audio thread; used on it.
   final class Engine {
     let state: OpaquePointer
     let buffers: SpeexFrameBuffers
+    /// Watches for held voiced sounds.
+    let guardian: HarmonicGuard
     /// A preallocated `spx_int32_t` for `speex_preprocess_ctl`'s argument.
     private let argument: UnsafeMutablePointer<Int32>
+    /// The previous frame's input: what speexdsp's output of this frame corresponds to (its
+    /// overlap-add lags one frame), played instead of it while a held sound goes on.
+    private let lastPending: UnsafeMutablePointer<Float>
+    /// Whose output the FIFO plays: speexdsp's, or the input's (stepped aside).
+    private var aside = false
+    /// Frames since a held sound was last seen (`Int.max`: never).
+    private var framesSinceHeld = Int.max
+    /// Frames the unit stays aside after a held sound ends (400 ms: a breath between phrases).
+    let releaseFrames: Int
 
     init(frame: Int, sampleRate: Int32) {
       buffers = SpeexFrameBuffers(frame: frame)
+      guardian = HarmonicGuard(sampleRate: Double(sampleRate))
+      releaseFrames = max(Int(0.4 * Double(sampleRate) / Double(frame)), 1)
+      lastPending = .allocate(capacity: frame)
+      lastPending.initialize(repeating: 0, count: frame)
       state = speex_preprocess_state_init(Int32(frame), sampleRate)
       argument = .allocate(capacity: 1)
       for (request, value) in [
@@ -83,6 +111,16 @@ public struct Denoise: VoiceUnit {
     deinit {
       speex_preprocess_state_destroy(state)
       argument.deallocate()
+      lastPending.deallocate()
+    }
+
+    /// Clears the FIFO and the guard (the noise estimate stays).
+    /// - Realtime: safe
+    func reset() {
+      buffers.reset()
+      guardian.reset()
+      lastPending.update(repeating: 0, count: buffers.frame)
+      (aside, framesSinceHeld) = (false, Int.max)
     }
 
     /// Sets the largest noise attenuation (speexdsp takes it as negative dB).
@@ -90,6 +128,47 @@ public struct Denoise: VoiceUnit {
     func setSuppression(decibels: Float) {
       argument.pointee = -Int32(decibels)
       speex_preprocess_ctl(state, SPEEX_PREPROCESS_SET_NOISE_SUPPRESS, argument)
+    }
+
+    /// Turns the full `pending` frame into the next `ready` frame: speexdsp's output, or, while
+    /// a held sound goes on (`held`, and `releaseFrames` after), the previous input frame;
+    /// crossfaded over a frame at each change. speexdsp runs on every frame either way, so its
+    /// state and noise estimate follow the input as they always did.
+    /// - Realtime: safe
+    func step(held: Bool) {
+      framesSinceHeld = held ? 0 : (framesSinceHeld == Int.max ? Int.max : framesSinceHeld + 1)
+      let wantAside = framesSinceHeld <= releaseFrames
+      runSpeex()
+      let ready = buffers.ready
+      switch (aside, wantAside) {
+      case (false, false): break
+      case (false, true): fade(ready, into: lastPending)
+      case (true, true): ready.update(from: lastPending, count: buffers.frame)
+      case (true, false): fade(lastPending, into: ready)
+      }
+      aside = wantAside
+      lastPending.update(from: buffers.pending, count: buffers.frame)
+    }
+
+    /// One frame through speexdsp into `ready`.
+    /// - Realtime: safe
+    @inline(__always)
+    private func runSpeex() {
+      buffers.pendingToNear()
+      _ = speex_preprocess_run(state, buffers.near)
+      buffers.setReady(from: buffers.near)
+    }
+
+    /// `ready` = `from` fading out into `to` over the frame (linear; either may be `ready`).
+    /// - Realtime: safe
+    @inline(__always)
+    private func fade(_ from: UnsafeMutablePointer<Float>, into to: UnsafeMutablePointer<Float>) {
+      let (ready, frame) = (buffers.ready, buffers.frame)
+      let step = 1 / Float(frame)
+      for i in 0..<frame {
+        let t = Float(i + 1) * step
+        ready[i] = from[i] * (1 - t) + to[i] * t
+      }
     }
   }
 }

@@ -59,14 +59,9 @@ extension LiveSession {
   /// Reads the meters (resetting them) and the stages' gain reductions.
   func readMeters(_ state: ProcessState) -> MeterReading {
     lastMeterRead = .now()
-    let reductions = chain.parameters.filter { $0.key.hasSuffix(".gain_reduction_db") }.map {
-      (
-        id: String($0.key.dropLast(".gain_reduction_db".count)),
-        decibels: Double(chain.targets.value($0.index))
-      )
-    }
     let reading = MeterReading(
-      channels: state.meters.read(), gainReductions: reductions, loudness: loudness?.reading)
+      channels: state.meters.read(), gainReductions: running.gainReductions,
+      loudness: recorder.loudness?.reading)
     lastMeters = reading
     return reading
   }
@@ -102,7 +97,7 @@ extension LiveSession {
   static func meterStreamLine(_ fields: [String: Any]) -> String {
     var rest = fields
     rest["stream"] = nil
-    let body = encode(rest)
+    let body = ControlServer.encode(rest)
     return rest.isEmpty ? "{\"stream\":\"meters\"}" : "{\"stream\":\"meters\"," + body.dropFirst()
   }
 

@@ -204,14 +204,22 @@ final class Recording: @unchecked Sendable {
   }
 }
 
-/// The `--stream-out` consumer: a writer thread that sends the output tap, raw float32
-/// interleaved or as a WAV stream of unknown length, to a file, a FIFO (waiting for a reader)
-/// or standard output. When the reader goes away (EPIPE) or a write fails, the stream stops
-/// with one message; nothing else is affected.
+/// The output stream (`--stream-out`, `ctl stream start`): a writer thread that sends the output
+/// tap, raw float32 interleaved or as a WAV stream of unknown length, to a file, a FIFO (waiting
+/// for a reader) or standard output.
+///
+/// A FIFO whose reader goes away (ffmpeg or OBS restarted) is not the end: the writer closes it,
+/// discards the audio while nobody reads (counted in `discardedFrames`), opens it again as soon
+/// as a reader returns (a WAV stream starts with its header again) and carries on; each close
+/// and open is counted (`closings`, `openings`) for the supervisor's `stream-closed` and
+/// `stream-opened` events. A file or standard output whose reader goes away, or a failed write,
+/// stops the stream with one message; nothing else is affected. Every frame the tap handed over
+/// is either written or discarded: `writtenFrames + discardedFrames == consumer.pushedFrames`
+/// once the writer has finished.
 ///
 /// Thread: created, stopped and read by the supervisor; the writer thread owns the descriptor.
 final class StreamOut: @unchecked Sendable {
-  enum Format: String { case f32, wav }
+  enum Format: String, CaseIterable { case f32, wav }
 
   let path: String
   let format: Format
@@ -220,13 +228,19 @@ final class StreamOut: @unchecked Sendable {
   private let table: TapTable
   private let wake: DispatchSemaphore
   private let pace: WriterPace
-  /// Frames written to the stream.
+  /// Frames written to the stream, and frames read from the ring while no reader had the FIFO.
   let writtenFrames = Atomic<UInt64>(0)
-  /// True once the destination is open and the consumer attached.
+  let discardedFrames = Atomic<UInt64>(0)
+  /// Times the destination was opened and times a FIFO's reader went away.
+  let openings = Atomic<UInt64>(0)
+  let closings = Atomic<UInt64>(0)
+  /// True while the destination is open (the consumer stays attached from the first opening).
   let attached = Atomic<Bool>(false)
   private let stopRequested = Atomic<Bool>(false)
   private let failure = Locked<String?>(nil)
   private let done = DispatchSemaphore(value: 0)
+  /// How often the writer tries a FIFO again while it has no reader.
+  static let reopenIntervalNanoseconds: UInt64 = 50_000_000
 
   /// Starts the writer thread, which attaches `consumer` to `table` once the destination is open
   /// and rests at `pace` when the ring is empty.
@@ -251,7 +265,7 @@ final class StreamOut: @unchecked Sendable {
   /// close, waiting at most `timeoutSeconds`.
   func finish(timeoutSeconds: Double = 5) {
     stopRequested.store(true, ordering: .releasing)
-    _ = done.wait(timeout: .now() + timeoutSeconds)
+    if done.wait(timeout: .now() + timeoutSeconds) == .success { done.signal() }
   }
 
   private func fail(_ message: String) {
@@ -259,27 +273,62 @@ final class StreamOut: @unchecked Sendable {
     wake.signal()
   }
 
+  /// What a write came to.
+  private enum Sent { case ok, readerGone, failed, stopped }
+
   private func run() {
     defer { done.signal() }
-    guard let fd = open() else { return }
-    defer { if fd != 1 { close(fd) } }
-    // Non-blocking, so a reader that stops reading cannot hold up a stop.
-    _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-    if format == .wav {
-      guard write(fd, Self.wavHeader(sampleRate: sampleRate)) else { return }
-    }
+    var info = stat()
+    let isFifo = path != "-" && stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFIFO
+    guard var fd = open(fifo: isFifo, waiting: true) else { return }
+    defer { if fd > 1 { close(fd) } }
+    guard begin(fd) else { return }
     guard table.attach(consumer) else { return fail("every tap slot is taken") }
     attached.store(true, ordering: .releasing)
+    openings.add(1, ordering: .releasing)
     wake.signal()
     let frames = UnsafeMutablePointer<Float>.allocate(capacity: 2 * writerChunkFrames)
     defer { frames.deallocate() }
+    var nextTry: UInt64 = 0
     while true {
       let stopping = stopRequested.load(ordering: .acquiring)
+      // Without a reader (fd < 0): try the FIFO again now and then.
+      if fd < 0 && !stopping && DispatchTime.now().uptimeNanoseconds >= nextTry {
+        nextTry = DispatchTime.now().uptimeNanoseconds + Self.reopenIntervalNanoseconds
+        if let reopened = open(fifo: true, waiting: false) {
+          if begin(reopened) {
+            fd = reopened
+            attached.store(true, ordering: .releasing)
+            openings.add(1, ordering: .releasing)
+            wake.signal()
+          } else {
+            close(reopened)
+          }
+        }
+      }
       let n = consumer.read(into: frames, maxFrames: writerChunkFrames)
       if n > 0 {
+        guard fd >= 0 else {
+          discardedFrames.add(UInt64(n), ordering: .releasing)
+          continue
+        }
         let bytes = UnsafeRawBufferPointer(start: frames, count: n * TapConsumer.bytesPerFrame)
-        guard write(fd, bytes) else { return }
-        writtenFrames.add(UInt64(n), ordering: .releasing)
+        switch write(fd, bytes) {
+        case .ok:
+          writtenFrames.add(UInt64(n), ordering: .releasing)
+        case .readerGone where isFifo:
+          // The chunk went to a reader that left, or nowhere: discarded with what follows.
+          discardedFrames.add(UInt64(n), ordering: .releasing)
+          close(fd)
+          fd = -1
+          attached.store(false, ordering: .releasing)
+          closings.add(1, ordering: .releasing)
+          wake.signal()
+        case .readerGone:
+          return fail("the reader went away")
+        case .failed, .stopped:
+          return
+        }
       } else if stopping {
         return
       } else {
@@ -288,13 +337,20 @@ final class StreamOut: @unchecked Sendable {
     }
   }
 
-  /// Opens the destination: standard output, a FIFO (polling until a reader opens it, or until
-  /// stopped) or a file (created or truncated). Nil after reporting a failure or a stop.
-  private func open() -> Int32? {
+  /// Makes a just-opened descriptor non-blocking (a reader that stops reading cannot hold up a
+  /// stop) and writes the WAV header when there is one; false when that failed.
+  private func begin(_ fd: Int32) -> Bool {
+    _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+    guard format == .wav else { return true }
+    return Self.wavHeader(sampleRate: sampleRate).withUnsafeBytes { write(fd, $0) } == .ok
+  }
+
+  /// Opens the destination: standard output, a FIFO (with `waiting`, polling until a reader
+  /// opens it or until stopped; else one try) or a file (created or truncated). Nil after
+  /// reporting a failure, a stop, or (one try) no reader yet.
+  private func open(fifo: Bool, waiting: Bool) -> Int32? {
     if path == "-" { return 1 }
-    var info = stat()
-    let isFifo = stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFIFO
-    if !isFifo {
+    if !fifo {
       let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
       if fd < 0 { fail("it cannot be opened (\(String(cString: strerror(errno))))") }
       return fd >= 0 ? fd : nil
@@ -306,15 +362,16 @@ final class StreamOut: @unchecked Sendable {
         fail("the FIFO cannot be opened (\(String(cString: strerror(errno))))")
         return nil
       }
+      if !waiting { return nil }
       usleep(50_000)  // no reader yet
     }
     return nil
   }
 
-  /// Writes all of `bytes`, waiting while the reader is slow; false when the reader went away
-  /// or the write failed (reported), or when stopped while the reader does not read.
-  private func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
-    guard let base = bytes.baseAddress else { return true }
+  /// Writes all of `bytes`, waiting while the reader is slow; says when the reader went away
+  /// (EPIPE), the write failed (reported) or a stop came while the reader does not read.
+  private func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Sent {
+    guard let base = bytes.baseAddress else { return .ok }
     var sent = 0
     while sent < bytes.count {
       let n = Glibc.write(fd, base + sent, bytes.count - sent)
@@ -324,19 +381,16 @@ final class StreamOut: @unchecked Sendable {
       }
       if n < 0 && errno == EINTR { continue }
       if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
-        if stopRequested.load(ordering: .acquiring) { return false }
+        if stopRequested.load(ordering: .acquiring) { return .stopped }
         var ready = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
         _ = poll(&ready, 1, 50)
         continue
       }
-      fail(errno == EPIPE ? "the reader went away" : "a write failed (\(String(cString: strerror(errno))))")
-      return false
+      if n < 0 && errno == EPIPE { return .readerGone }
+      fail("a write failed (\(String(cString: strerror(errno))))")
+      return .failed
     }
-    return true
-  }
-
-  private func write(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
-    bytes.withUnsafeBytes { write(fd, $0) }
+    return .ok
   }
 
   /// A 46-byte WAV header for 32-bit float stereo (an 18-byte `fmt ` chunk, as

@@ -20,15 +20,16 @@ extension LiveSession {
       case .route: result = try routeCommand(request, client, state)
       case .connections: result = ["connections": connections(client)]
       case .meters: result = currentMeters(state).fields
-      case .record: result = try record(request, client)
-      case .loudness: result = try loudnessCommand(request)
+      case .record: result = try recorder.record(request, client.host)
+      case .loudness: result = try recorder.loudnessCommand(request)
+      case .stream: result = try recorder.streamCommand(request, client.host, audioRunning: !suspended)
       case .learn, .subscribe, .unsubscribe, nil:
         // learn is answered by the supervisor's loop, subscriptions by the connection's thread.
         throw ControlError(
           "unknown command '\(name)' (commands: \(ControlProtocol.commandList))",
           code: "control.unknown-command")
       }
-      return Self.encode(["ok": true].merging(result) { a, _ in a })
+      return ControlServer.encode(["ok": true].merging(result) { a, _ in a })
     } catch {
       return ControlServer.error(error.message, code: error.code)
     }
@@ -41,7 +42,7 @@ extension LiveSession {
     guard let key = pending.request["key"]?.string else {
       return pending.answer(ControlServer.error("\"learn\" needs a \"key\" string"))
     }
-    guard let p = chain.parameter(key), p.spec.kind != .output else {
+    guard let p = running.chain.parameter(key), p.spec.kind != .output else {
       return pending.answer(ControlServer.error("'\(key)' is not a settable parameter of the running chain"))
     }
     let seen = state.midi.lastMoved.load(ordering: .relaxed) >> 16
@@ -56,11 +57,11 @@ extension LiveSession {
     for learn in learning {
       if moved >> 16 != learn.seen {
         let (channel, cc, key) = (Int(moved >> 8 & 0xFF), Int(moved & 0x7F), learn.key)
-        midiMappings.removeAll { $0.cc == cc && ($0.channel == nil || $0.channel == channel + 1) }
-        midiMappings.append(MidiMapping(cc: cc, channel: channel + 1, key: key))
+        running.learn(cc: cc, channel: channel, key: key)
         bindMidi(state)
         Log.info("MIDI CC \(cc) on channel \(channel + 1) now sets '\(key)'")
-        learn.pending.answer(Self.encode(["ok": true, "cc": cc, "channel": channel + 1, "key": key]))
+        learn.pending.answer(
+          ControlServer.encode(["ok": true, "cc": cc, "channel": channel + 1, "key": key]))
       } else if now >= learn.deadline {
         learn.pending.answer(ControlServer.error("no MIDI controller moved on midi_in within 10 s"))
       }
@@ -96,29 +97,33 @@ extension LiveSession {
   }
 
   private func status(_ client: JackClient, _ state: ProcessState) -> [String: Any] {
+    let chain = running.chain
     let stages: [[String: Any]] = chain.stages.map { stage in
       let bypass = chain.parameter("\(stage.id).bypass").map { chain.targets.value($0.index) >= 0.5 } ?? false
       var fields: [String: Any] = ["id": stage.id, "bypassed": bypass, "latency_frames": stage.latencyFrames]
-      if let mode = modes.first(where: { $0.id == stage.id }) { fields.merge(mode.fields) { a, _ in a } }
+      if let mode = running.modes.first(where: { $0.id == stage.id }) {
+        fields.merge(mode.fields) { a, _ in a }
+      }
       return fields
     }
     return [
       "client": client.name, "server": serverLabel, "sample_rate": Int(client.sampleRate),
       "buffer_frames": Int(client.events.bufferFrames.load(ordering: .relaxed)),
       "latency_frames": chain.latencyFrames, "xruns": Int(client.events.xruns.load(ordering: .relaxed)),
-      "dsp_load_percent": Double(client.cpuLoadPercent), "preset": presetName,
+      "dsp_load_percent": Double(client.cpuLoadPercent), "preset": running.presetName,
       "cycles": Int(state.cycles.load(ordering: .relaxed)),
       "missed_cycles": Int(state.missedCycles.load(ordering: .relaxed)), "chain": stages,
       "denormals_flushed": state.denormalsFlushed.load(ordering: .relaxed),
       "freewheeling": client.events.freewheeling.load(ordering: .relaxed),
     ].merging(stateStatus) { a, _ in a }.merging(Self.missedCycleStatus(state)) { a, _ in a }.merging(
-      tapStatus
+      recorder.tapStatus
     ) { a, _ in a }.merging(
-      loudnessStatus
+      recorder.loudnessStatus
     ) { a, _ in a }
   }
 
   func get(_ request: [String: JSONValue]) throws(ControlError) -> [String: Any] {
+    let chain = running.chain
     if let key = request["key"] {
       guard let name = key.string else { throw ControlError("\"key\" must be a string") }
       guard let p = chain.parameter(name) else {
@@ -132,6 +137,7 @@ extension LiveSession {
   }
 
   func set(_ request: [String: JSONValue]) throws(ControlError) -> [String: Any] {
+    let chain = running.chain
     guard let key = request["key"]?.string else { throw ControlError("\"set\" needs a \"key\" string") }
     guard let p = chain.parameter(key) else {
       throw ControlError("'\(key)' is not a parameter of the running chain")
@@ -165,8 +171,8 @@ extension LiveSession {
       let path: String
       do {
         path = try PresetWriter.save(
-          name, entries: entries, chain: chain, plugins: plugins, route: route?.patterns ?? [],
-          inputRoute: inputRoute?.patterns ?? [], midi: midiMappings)
+          name, entries: running.entries, chain: running.chain, plugins: running.plugins,
+          route: route?.patterns ?? [], inputRoute: inputRoute?.patterns ?? [], midi: running.midiMappings)
       } catch { throw ControlError(error) }
       Log.info("preset saved to '\(path)'")
       return ["path": path]
@@ -177,7 +183,7 @@ extension LiveSession {
       options.preset = previous
       throw ControlError(failure)
     }
-    return ["preset": presetName]
+    return ["preset": running.presetName]
   }
 
   /// The mode of a `mute` request (default `ramp`).
@@ -195,13 +201,6 @@ extension LiveSession {
     return result
   }
 
-  static func encode(_ object: [String: Any]) -> String {
-    guard
-      let data = try? JSONSerialization.data(
-        withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
-    else { return ControlServer.error("internal error: the response could not be encoded") }
-    return String(decoding: data, as: UTF8.self)
-  }
 }
 
 /// A `learn` request waiting for a MIDI controller to move: the controller counter seen when it

@@ -14,7 +14,7 @@ import Foundation
 public enum ControlProtocol {
   /// The commands a LiveMic answers.
   public enum Command: String, CaseIterable, Sendable {
-    case status, get, set, preset, mute, unmute, route, connections, meters, learn, record, loudness
+    case status, get, set, preset, mute, unmute, route, connections, meters, learn, record, loudness, stream
     case subscribe, unsubscribe
   }
 
@@ -24,6 +24,8 @@ public enum ControlProtocol {
   public enum RouteAction: String, CaseIterable, Sendable { case show, override, clear, `default` }
   /// The actions of `record` (`list` when none is given).
   public enum RecordAction: String, CaseIterable, Sendable { case start, stop, list }
+  /// The actions of `stream` (`show` when none is given).
+  public enum StreamAction: String, CaseIterable, Sendable { case start, stop, show }
   /// The actions of `loudness` (`show` when none is given).
   public enum LoudnessAction: String, CaseIterable, Sendable { case show, reset }
 

@@ -276,6 +276,15 @@ final class ControlServer: @unchecked Sendable {
     return request.wait()
   }
 
+  /// One answer line: `object` as JSON with sorted keys.
+  static func encode(_ object: [String: Any]) -> String {
+    guard
+      let data = try? JSONSerialization.data(
+        withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+    else { return error("internal error: the response could not be encoded") }
+    return String(decoding: data, as: UTF8.self)
+  }
+
   static func error(_ message: String, code: String = "control.refused") -> String {
     "{\"ok\":false,\"error\":\(EventStream.quote(message)),\"code\":\(EventStream.quote(code))}"
   }

@@ -5,7 +5,7 @@ import Foundation
 ///
 /// Events: `started`, `server-lost`, `reconnected`, `xrun`, `route-changed`, `preset-loaded`,
 /// `plugin-failed`, `health`, `freewheel`, `record-started`, `record-stopped`, `record-failed`,
-/// `stream-failed`, `stopped` (see docs/operations.md and docs/recording.md for their fields).
+/// `stream-started`, `stream-opened`, `stream-closed`, `stream-stopped`, `stream-failed`, `stopped` (see docs/operations.md and docs/recording.md for their fields).
 /// Thread: the supervisor.
 final class EventStream {
   /// A field value.

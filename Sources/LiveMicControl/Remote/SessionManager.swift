@@ -91,8 +91,9 @@ extension LiveSession {
     let path: String
     do {
       path = try PresetWriter.save(
-        Self.sessionPresetPath(open.path), entries: entries, chain: chain, plugins: plugins,
-        route: route?.patterns ?? [], inputRoute: inputRoute?.patterns ?? [], midi: midiMappings)
+        Self.sessionPresetPath(open.path), entries: running.entries, chain: running.chain,
+        plugins: running.plugins, route: route?.patterns ?? [], inputRoute: inputRoute?.patterns ?? [],
+        midi: running.midiMappings)
     } catch { throw ControlError(error) }
     // The book holds every port group's connections (in, out, music, monitor, midi_in), also
     // those waiting for their ports and, while suspended, those JACK dropped.

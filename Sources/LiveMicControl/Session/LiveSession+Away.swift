@@ -15,7 +15,8 @@ extension LiveSession {
       switch command {
       case "status":
         result = [
-          "client": options.clientName, "server": serverLabel, "preset": presetName, "freewheeling": false,
+          "client": options.clientName, "server": serverLabel, "preset": running.presetName,
+          "freewheeling": false,
         ].merging(
           stateStatus
         ) {
@@ -32,7 +33,7 @@ extension LiveSession {
         throw ControlError(
           "'\(command)' needs the JACK server, which is away (LiveMic is reconnecting, attempt \(attempt))")
       }
-      return Self.encode(["ok": true].merging(result) { a, _ in a })
+      return ControlServer.encode(["ok": true].merging(result) { a, _ in a })
     } catch {
       return ControlServer.error(error.message, code: error.code)
     }

@@ -29,6 +29,7 @@ extension LiveSession {
     guard controller.isOutput && change.mute else {
       controller.commit(change, client: client, book: book)
       report(change, direction: direction)
+      if controller.isOutput { followAutoload(client, state) }
       return
     }
     let wasSilent = supervisorState.audio.outputSilent
@@ -40,12 +41,29 @@ extension LiveSession {
     if !waitUntilSilent(state) { Log.error("the output did not ramp to silence in 300 ms; moving anyway") }
     controller.commit(change, client: client, book: book)
     report(change, direction: direction)
+    followAutoload(client, state)
     guard controller.policy == .continue else { return }
     // Only the route's own mute is lifted: a mute mode set by the user stays.
     transition(.routeContinued, reason: "route: --on-route-loss continue", client: client, state: state)
     guard !supervisorState.audio.outputSilent && wasSilent == false else { return }
     Log.info("output unmuted (route: --on-route-loss continue; ramping up over 1 s)")
     stream.emit("unmuted", ["reason": .string("route"), "code": .string(change.code.rawValue)])
+  }
+
+  /// Loads the autoload preset of the output's target now, when it is not the one running
+  /// (crossfaded like any reload; the mute state is kept; the preset's own route is not applied,
+  /// the route chose the preset). Reported as `preset-loaded` with reason `autoload`.
+  func followAutoload(_ client: JackClient, _ state: ProcessState) {
+    guard let autoload, let route else { return }
+    let targets = route.current
+    guard let choice = autoload.preset(for: targets), choice.preset != running.presetName else { return }
+    let goes = targets.isEmpty ? "nothing" : targets.joined(separator: ", ")
+    Log.info("autoload: the output goes to \(goes) (\(choice.because)): preset '\(choice.preset)'")
+    let previous = options.preset
+    options.preset = choice.preset
+    if reloadPreset(client, state: state, reason: "autoload", applyRoute: false) != nil {
+      options.preset = previous
+    }
   }
 
   /// A loaded preset's route becomes the persistent default (when it has one).

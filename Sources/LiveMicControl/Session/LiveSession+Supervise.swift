@@ -31,7 +31,7 @@ extension LiveSession {
       if stopRequested.load(ordering: .acquiring) { return nil }
       // The control door stays open while the server is away.
       for request in control?.takeRequests() ?? [] { request.answer(answerWhileAway(request.request)) }
-      pollFinishingRecordings()
+      recorder.pollFinishingRecordings()
       guard DispatchTime.now() >= nextAttempt else { continue }
       attempt += 1
       transition(.attempt, reason: "attempt \(attempt)")
@@ -44,15 +44,9 @@ extension LiveSession {
         return nil
       }
       guard let client = opened else { continue }
-      if client.sampleRate != chain.sampleRate {
+      if client.sampleRate != running.chain.sampleRate {
         do {
-          let built = try ChainBuilder.build(entries, settings: settings(for: client))
-          report(skipped: built.skipped)
-          for p in chain.parameters where p.spec.kind != .output {
-            built.chain.set(p.key, chain.targets.value(p.index))
-          }
-          chain = built.chain
-          plugins = built.plugins
+          report(skipped: try running.reprepare(settings: settings(for: client)))
           Log.info("sample rate is now \(Int(client.sampleRate)) Hz: the chain was re-prepared")
         } catch {
           Log.error("cannot re-prepare the chain at \(Int(client.sampleRate)) Hz: \(error.description)")
@@ -61,7 +55,7 @@ extension LiveSession {
         }
       }
       let state: ProcessState
-      do { state = try start(client, chain: chain) } catch {
+      do { state = try start(client, chain: running.chain) } catch {
         Log.error(error.description)
         client.close()
         continue
@@ -71,6 +65,7 @@ extension LiveSession {
       if supervisorState.audio.clientActive {
         book.restore(client)
         if let change = route?.apply(client, book: book) { report(change, direction: "output") }
+        followAutoload(client, state)
         if let change = inputRoute?.apply(client, book: book) { report(change, direction: "input") }
       } else {
         // A new client starts active (and silent): suspended again, as it was; the book keeps
@@ -130,7 +125,7 @@ extension LiveSession {
     var lastXrunReport = DispatchTime(uptimeNanoseconds: 0)
     var bufferFrames: UInt32
     var sampleRate: UInt32
-    var freewheel: FreewheelWatch
+    var freewheel: Recorder.FreewheelWatch
     var nextLivenessProbe = DispatchTime.now()
   }
 
@@ -141,15 +136,15 @@ extension LiveSession {
     var watch = Watch(
       bufferFrames: events.bufferFrames.load(ordering: .relaxed),
       sampleRate: events.sampleRate.load(ordering: .relaxed),
-      freewheel: FreewheelWatch(droppedAtStart: dropCounts))
+      freewheel: Recorder.FreewheelWatch(droppedAtStart: recorder.dropCounts))
     // A server that went away freewheeling leaves the writers at their real-time pace.
-    defer { if watch.freewheel.on { paceWriters(freewheeling: false) } }
+    defer { if watch.freewheel.on { recorder.paceWriters(freewheeling: false) } }
     xrunHistory.removeAll()  // a new client counts from zero
     graphSettled = nil
     while true {
       _ = events.wake.wait(timeout: nextWake(watch))
       // First of all: a freewheel start speeds the writers up at once.
-      followFreewheel(&watch.freewheel, events)
+      recorder.followFreewheel(&watch.freewheel, events)
       streamMeters(state)
       if stopRequested.load(ordering: .acquiring) { return stop(client, state) }
       // Suspended (deactivated) on PipeWire, nothing reports a server loss: ask once a second.
@@ -159,11 +154,11 @@ extension LiveSession {
       }
       if events.serverLost.load(ordering: .acquiring) { return .serverLost }
       answerSessionSaves(client)
-      superviseTapConsumers(audioRunning: !suspended)
+      recorder.superviseTapConsumers(audioRunning: !suspended)
       answerRequests(client, state)
       pollLearns(state)
-      pollFinishingRecordings()
-      swapUnderway = state.slot.collect()
+      recorder.pollFinishingRecordings()
+      running.swapUnderway = state.slot.collect()
       client.applyRequestedLatency()
       followLatency(client)
       emitHealthEvery10Seconds(client, state)
@@ -171,9 +166,7 @@ extension LiveSession {
       followGraph(client, state)
       if unmuteRequested.exchange(false, ordering: .acquiringAndReleasing) { _ = unmute(client, state) }
       reportXruns(client, &watch)
-      for plugin in plugins {
-        for line in plugin.drainLog() { Log.info("plugin '\(plugin.id)': \(line)") }
-      }
+      for line in running.drainPluginLogs() { Log.info(line) }
       reportFormatChanges(events, &watch)
     }
   }
@@ -183,11 +176,11 @@ extension LiveSession {
   private func nextWake(_ watch: Watch) -> DispatchTime {
     var due = min(
       nextWakeTimeout(), book.nextRetry ?? .distantFuture, graphSettled ?? .distantFuture,
-      nextFinishingDeadline ?? .distantFuture)
+      recorder.nextFinishingDeadline ?? .distantFuture)
     if !learning.isEmpty { due = min(due, .now() + .milliseconds(5)) }
     // A reload does not wait for its fade: the old chain is collected here (and the swap a
     // later reload left waiting can begin).
-    if swapUnderway { due = min(due, .now() + .milliseconds(10)) }
+    if running.swapUnderway { due = min(due, .now() + .milliseconds(10)) }
     if suspended { due = min(due, watch.nextLivenessProbe) }
     return due
   }
@@ -204,7 +197,7 @@ extension LiveSession {
       usleep(2000)
     }
     client.close()
-    Log.info("stopped after \(state.cycles.load(ordering: .relaxed)) cycles; " + stageSummary())
+    Log.info("stopped after \(state.cycles.load(ordering: .relaxed)) cycles; " + running.stageSummary())
     return .stop
   }
 
@@ -216,7 +209,7 @@ extension LiveSession {
       } else if request.request["cmd"]?.string == ControlProtocol.Command.record.rawValue
         && request.request["action"]?.string == ControlProtocol.RecordAction.stop.rawValue
       {
-        startRecordStop(request)
+        recorder.startRecordStop(request, audioRunning: !suspended)
       } else {
         request.answer(answer(request.request, client: client, state: state))
       }
@@ -226,7 +219,7 @@ extension LiveSession {
   /// Reports the chain's latency to JACK when it changed (plugins may report a new one at any
   /// time: a convolver once its impulse is loaded).
   private func followLatency(_ client: JackClient) {
-    let latency = chain.latencyFrames
+    let latency = running.chain.latencyFrames
     if latency != Int(client.events.chainLatencyFrames.load(ordering: .relaxed)) {
       client.setChainLatency(frames: latency)
       Log.info("chain latency is now \(latency) frames (reported to JACK)")
@@ -242,8 +235,8 @@ extension LiveSession {
       "health",
       [
         "dsp_load_percent": .double(Double(client.cpuLoadPercent)), "xruns": .int(Int(xrunsNow)),
-        "xruns_last_minute": .int(Int(xrunsNow - min(xrunHistory.first?.total ?? xrunsNow, xrunsNow))),
-        "cycles": .int(Int(state.cycles.load(ordering: .relaxed))), "stages": .string(stageSummary()),
+        "xruns_last_minute": .int(Int(xrunHistory.lastMinute(total: xrunsNow))),
+        "cycles": .int(Int(state.cycles.load(ordering: .relaxed))), "stages": .string(running.stageSummary()),
       ])
   }
 
@@ -251,8 +244,7 @@ extension LiveSession {
   private func followPresetFile(_ client: JackClient, _ state: ProcessState) {
     if reloadRequested.exchange(false, ordering: .acquiringAndReleasing) {
       reloadPreset(client, state: state, reason: "SIGHUP")
-    } else if options.watch, let path = presetPath, Self.modificationDate(path) != presetModified {
-      presetModified = Self.modificationDate(path)
+    } else if options.watch, running.presetFileChanged() {
       reloadPreset(client, state: state, reason: "the file changed")
     }
   }
@@ -286,12 +278,11 @@ extension LiveSession {
     let events = client.events
     let xruns = events.xruns.load(ordering: .relaxed)
     let now = DispatchTime.now()
-    xrunHistory.append((now, xruns))
-    xrunHistory.removeAll { now.uptimeNanoseconds - $0.time.uptimeNanoseconds > 60_000_000_000 }
+    xrunHistory.record(xruns, at: now)
     guard xruns != watch.reportedXruns,
       now.uptimeNanoseconds > watch.lastXrunReport.uptimeNanoseconds + 1_000_000_000
     else { return }
-    let lastMinute = xruns - min(xrunHistory.first?.total ?? 0, watch.reportedXruns)
+    let lastMinute = xruns - min(xrunHistory.oldestTotal ?? 0, watch.reportedXruns)
     let delay = Float(bitPattern: events.lastXrunMicrosecondsBits.load(ordering: .relaxed))
     let load = client.cpuLoadPercent
     Log.info(

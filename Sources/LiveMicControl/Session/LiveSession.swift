@@ -16,6 +16,7 @@ public enum SessionError: CodedError {
   case events(path: String)
   case control(path: String, reason: String)
   case osc(reason: String)
+  case autoload(AutoloadError)
 
   public var description: String {
     switch self {
@@ -27,6 +28,7 @@ public enum SessionError: CodedError {
     case .events(let path): return "cannot write the event stream to '\(path)'"
     case .control(let path, let reason): return "cannot serve the control socket '\(path)': \(reason)"
     case .osc(let reason): return "cannot serve OSC: \(reason)"
+    case .autoload(let e): return e.description
     }
   }
 
@@ -40,6 +42,7 @@ public enum SessionError: CodedError {
     case .events: return "session.events-unwritable"
     case .control: return "session.control-socket"
     case .osc: return "session.osc"
+    case .autoload(let e): return e.code
     }
   }
 }
@@ -60,16 +63,9 @@ public final class LiveSession: @unchecked Sendable {
   var options: RunOptions
   let stopRequested = Atomic<Bool>(false)
   var signalSources: [any DispatchSourceSignal] = []
-  var plugins: [PluginStage] = []
-  /// The chain running (or to run after a reconnection) and the entries it was built from.
-  var chain: VoiceChain!
-  var entries: [ChainEntry] = []
-  /// The preset file, for SIGHUP and --watch, and its modification date when last loaded.
-  var presetPath: String?
-  /// The name of the preset running, and how its entries' processing modes were resolved.
-  var presetName = ""
-  var modes: [ModeResolution] = []
-  var presetModified: Date?
+  /// The chain running (or to run after a reconnection), its preset and MIDI mappings; set
+  /// once the first chain is built in `run`.
+  var running: RunningChain!
   let reloadRequested = Atomic<Bool>(false)
   let unmuteRequested = Atomic<Bool>(false)
   var route: RouteController?
@@ -86,39 +82,33 @@ public final class LiveSession: @unchecked Sendable {
   /// The one state: the server link, the user's mute mode, the route's mute
   /// (`SupervisorState`; changed only through `transition`).
   var supervisorState = SupervisorState()
-  /// The MIDI mappings in force (options, preset, learned).
-  var midiMappings: [MidiMapping] = []
 
   /// The `learn` requests waiting for a MIDI controller to move.
   var learning: [Learning] = []
+  /// The presets that follow the output device (`--autoload`), if any.
+  var autoload: AutoloadRules?
   /// When a graph change has settled and is to be followed (nil: none pending).
   var graphSettled: DispatchTime?
-  /// True while a reloaded chain's swap is under way (the supervisor then wakes every 10 ms).
-  var swapUnderway = false
-  var stream: EventStream!
-  /// Xrun totals seen, with when, for "xruns in the last minute".
-  var xrunHistory: [(time: DispatchTime, total: UInt64)] = []
+  /// The structured event stream (`--events`), also fanned out to the subscribers.
+  let stream: EventStream
+  /// Xrun totals seen, for "xruns in the last minute".
+  var xrunHistory = XrunHistory()
   var lastHealth = DispatchTime.now()
   /// Wakes the supervisor: JACK's callbacks (of every client it opens) and the signal handlers.
-  let wake = DispatchSemaphore(value: 0)
+  let wake: DispatchSemaphore
   /// The connections LiveMic's ports have, kept across server restarts.
   let book = ConnectionBook()
-  /// The tap consumers' table, shared by every client this session opens.
-  let taps = TapTable()
-  /// How often the tap consumers' threads look into their rings (faster while JACK freewheels).
-  let writerPace = WriterPace()
-  /// The recordings running, and the next recording's id.
-  var recordings: [Recording] = []
-  /// Recordings stopped and still finalizing their files, answered when done.
-  var finishing: [FinishingRecordings] = []
-  var nextRecordingId = 1
-  /// The `--stream-out` consumer, while it runs.
-  var streamOut: StreamOut?
-  /// The EBU R128 loudness meter on the output tap (always on, unless it could not start).
-  var loudness: LoudnessMeter?
+  /// The recordings, the stream and the loudness meter, with the tap table they share.
+  let recorder: Recorder
 
-  public init(options: RunOptions) {
+  /// A session for `options`; opens the event stream (`--events`), nothing else yet.
+  public init(options: RunOptions) throws(SessionError) {
     self.options = options
+    let events = try EventStream(destination: options.events)
+    let semaphore = DispatchSemaphore(value: 0)
+    stream = events
+    wake = semaphore
+    recorder = Recorder(options: options, stream: events, wake: semaphore)
   }
 
   /// Loads the preset and applies the command line's additions and overrides (before JACK is
@@ -137,7 +127,6 @@ public final class LiveSession: @unchecked Sendable {
   /// Runs until SIGINT/SIGTERM (exit status 0). When the server goes away, closes the dead
   /// client and reconnects by itself (see `reconnect`).
   public func run() throws(SessionError) -> Int32 {
-    stream = try EventStream(destination: options.events)
     // Before anything that logs: a SIGINT sent as soon as the log says LiveMic runs must not
     // meet the default disposition (or an ignored signal between the two).
     installSignalHandlers()
@@ -149,6 +138,12 @@ public final class LiveSession: @unchecked Sendable {
     }
     defer { nsm?.shutdown() }
     let (preset, stages, sessionNote) = try loadStartingPreset(requested: requestedPreset)
+    do { autoload = try AutoloadRules.load(options.autoload) } catch { throw .autoload(error) }
+    if let autoload {
+      Log.info(
+        "autoload: \(autoload.rules.count) rule(s) from '\(autoload.path)'"
+          + (autoload.fallback.map { ", fallback '\($0)'" } ?? ""))
+    }
     let client: JackClient
     do {
       client = try JackClient(name: options.clientName, server: options.serverName, wake: wake)
@@ -157,40 +152,34 @@ public final class LiveSession: @unchecked Sendable {
     do { built = try ChainBuilder.build(stages, settings: settings(for: client)) } catch {
       throw SessionError(error)
     }
-    report(skipped: built.skipped)
-    chain = built.chain
-    entries = stages
-    plugins = built.plugins
-    presetPath = preset.path
-    presetName = preset.name
-    modes = preset.resolutions
-    presetModified = Self.modificationDate(preset.path)
+    report(skipped: built.skipped, fellBack: built.fellBack)
+    running = RunningChain(built, entries: stages, preset: preset, midi: options.midiMappings)
     if options.startMuted { transition(.mute(.ramp), reason: "--start-muted") }
     let lock = MemoryLock.lockAll()
     if lock == .locked { Log.info(MemoryLock.describe(lock)) } else { Log.error(MemoryLock.describe(lock)) }
     let state: ProcessState
-    do { state = try start(client, chain: chain) } catch { throw .engine(error) }
+    do { state = try start(client, chain: running.chain) } catch { throw .engine(error) }
     // The socket exists before LiveMic says it runs (requests wait for the supervisor's loop).
     do { control = try ControlServer(name: client.name, wake: wake) } catch {
       Log.error(error.description + "; running without it")
     }
     defer { control?.shutdown() }
-    midiMappings = preset.midi + options.midiMappings
     bindMidi(state)
     Log.info(
       "client '\(client.name)' on server '\(serverLabel)': "
         + "\(Int(client.sampleRate)) Hz, \(client.bufferFrames) frames per period, preset '\(preset.name)'")
     connectAndRoute(client, preset: preset)
-    logLatency(client, chainLatencyFrames: chain.latencyFrames)
+    followAutoload(client, state)
+    logLatency(client, chainLatencyFrames: running.chain.latencyFrames)
     stream.emit(
       "started",
       [
         "client": .string(client.name), "server": .string(serverLabel),
         "sample_rate": .int(Int(client.sampleRate)), "buffer_frames": .int(client.bufferFrames),
-        "latency_frames": .int(chain.latencyFrames),
+        "latency_frames": .int(running.chain.latencyFrames),
       ])
     stream.emit("preset-loaded", ["name": .string(preset.name), "reason": .string("start")])
-    startTapConsumers(client)
+    recorder.startTapConsumers(client.host)
     stream.listener = { [unowned self] name, line in self.fanOut(event: name, line: line) }
     if let port = options.oscPort, let control {
       do {
@@ -243,7 +232,7 @@ public final class LiveSession: @unchecked Sendable {
     while true {
       switch supervise(client, state: state) {
       case .stop:
-        stopAllTapConsumers()
+        recorder.stopAllTapConsumers()
         stream.emit("stopped", ["cycles": .int(Int(state.cycles.load(ordering: .relaxed)))])
         return 0
       case .serverLost:
@@ -253,11 +242,11 @@ public final class LiveSession: @unchecked Sendable {
         JackMessages.setQuiet(true)  // closing the dead client and polling print noise
         guard let next = reconnect(closing: client) else {
           transition(.stop, reason: "signal")
-          stopAllTapConsumers()
+          recorder.stopAllTapConsumers()
           return 0
         }
         (client, state) = next
-        restartRecordings(after: client)
+        recorder.restartRecordings(after: client.host)
       }
     }
   }
@@ -267,7 +256,9 @@ public final class LiveSession: @unchecked Sendable {
   /// broken file, or a plugin of it that cannot be made, is reported and the running chain kept.
   @discardableResult
   /// Returns nil when the new chain runs, else the one-sentence reason it does not.
-  func reloadPreset(_ client: JackClient, state: ProcessState, reason: String) -> String? {
+  func reloadPreset(_ client: JackClient, state: ProcessState, reason: String, applyRoute: Bool = true)
+    -> String?
+  {
     let started = DispatchTime.now()
     do throws(SessionError) {
       let (preset, stages) = try Self.stages(for: options)
@@ -279,15 +270,12 @@ public final class LiveSession: @unchecked Sendable {
       // Never waits for the fade (the supervisor answers requests meanwhile): the audio thread
       // takes the chain at its next cycle, the next swap collects the old one. Suspended, the
       // chain is swapped at once and runs at unmute.
-      swapUnderway = !state.slot.crossfade(to: built.chain, running: !suspended, timeoutMilliseconds: 0)
-      (chain, entries, plugins) = (built.chain, stages, built.plugins)
-      midiMappings = preset.midi + options.midiMappings
+      running.swapUnderway = !state.slot.crossfade(
+        to: built.chain, running: !suspended, timeoutMilliseconds: 0)
+      running.adopt(built, entries: stages, preset: preset, midi: options.midiMappings)
+      report(skipped: [], fellBack: built.fellBack)
       bindMidi(state)
-      applyPresetRoute(preset, client, state)
-      presetName = preset.name
-      modes = preset.resolutions
-      presetPath = preset.path
-      presetModified = Self.modificationDate(preset.path)
+      if applyRoute { applyPresetRoute(preset, client, state) }
       let ms = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e6
       Log.info(
         "preset '\(preset.name)' reloaded (\(reason)) and crossfaded in after " + String(format: "%.0f", ms)
@@ -304,14 +292,7 @@ public final class LiveSession: @unchecked Sendable {
   /// Maps the MIDI controllers onto the running chain's parameters (after a start, a reload or
   /// a reconnection); a mapping to a key the chain lacks is reported and skipped.
   func bindMidi(_ state: ProcessState) {
-    state.midi.clear()
-    for m in midiMappings {
-      guard let p = chain.parameter(m.key), p.spec.kind != .output else {
-        Log.error("MIDI CC \(m.cc) is mapped to '\(m.key)', which the chain has no settable parameter for")
-        continue
-      }
-      state.midi.bind(cc: m.cc, channel: m.channel.map { $0 - 1 }, to: p)
-    }
+    for refusal in running.bind(state.midi) { Log.error(refusal) }
   }
 
   /// Logs a route change and emits it as a `route-changed` event.
@@ -326,26 +307,19 @@ public final class LiveSession: @unchecked Sendable {
       ])
   }
 
-  /// Per-stage processing time per block: `id mean/max µs`, for the log and health events.
-  func stageSummary() -> String {
-    "stage time per block (mean/max µs, one block in \(VoiceChain.timedBlockInterval) timed): "
-      + chain.stageTimes().map {
-        "\($0.id) " + String(format: "%.1f/%.0f", $0.meanMicroseconds, $0.maxMicroseconds)
-      }
-      .joined(separator: ", ")
-  }
-
-  /// Reports plugin stages left out, in the log and the event stream.
-  func report(skipped: [(id: String, message: String)]) {
+  /// Reports plugin stages left out, and `automatic` stages whose plugin could not be made and
+  /// whose built-in unit runs instead, in the log and the event stream.
+  func report(skipped: [(id: String, message: String)], fellBack: [(id: String, reason: String)] = []) {
     for (id, message) in skipped {
       Log.error(message)
       stream.emit("plugin-failed", ["id": .string(id), "error": .string(message)])
     }
-  }
-
-  static func modificationDate(_ path: String?) -> Date? {
-    guard let path else { return nil }
-    return (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date
+    for (id, reason) in fellBack {
+      let message = "stage '\(id)': its plugin could not be made (\(reason)); the built-in unit runs instead"
+      Log.error(message)
+      stream.emit(
+        "plugin-failed", ["id": .string(id), "error": .string(message), "fallback": .string("builtin")])
+    }
   }
 
   var serverLabel: String { options.serverName ?? JackClient.defaultServerName }
@@ -353,7 +327,9 @@ public final class LiveSession: @unchecked Sendable {
   /// How plugins are run on this client: at its rate, in blocks of its period; with one input,
   /// both channels start out the same.
   func settings(for client: JackClient) -> HostSettings {
-    HostSettings(
+    // Helper threads of the units built next (WebRTC's) run just below the audio thread.
+    ProcessingContext.setHelperPriority((client.realtimePriority ?? 1) - 1)
+    return HostSettings(
       sampleRate: client.sampleRate, maxBlockFrames: client.bufferFrames,
       nominalBlockFrames: client.bufferFrames, fixedBlocks: true, identicalChannels: options.inputCount == 1)
   }
@@ -364,7 +340,8 @@ public final class LiveSession: @unchecked Sendable {
   func start(_ client: JackClient, chain: VoiceChain) throws(EngineError) -> ProcessState {
     try client.registerPorts(inputCount: options.inputCount, music: options.music, monitor: options.monitor)
     let audio = supervisorState.audio
-    return try client.start(chain: chain, muted: audio.outputSilent, inputMuted: audio.inputMuted, taps: taps)
+    return try client.start(
+      chain: chain, muted: audio.outputSilent, inputMuted: audio.inputMuted, taps: recorder.taps)
   }
 
   /// Waits (up to 300 ms) until the output ramp is silent.
@@ -439,4 +416,9 @@ public final class LiveSession: @unchecked Sendable {
     }
   }
 
+}
+
+extension JackClient {
+  /// The client as the recorder knows it: its name and sample rate.
+  var host: Recorder.Host { Recorder.Host(name: name, sampleRate: Int(sampleRate)) }
 }

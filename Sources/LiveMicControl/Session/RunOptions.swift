@@ -34,6 +34,11 @@ public struct RunOptions: Sendable {
   public var plugins: [String] = []
   /// Reload the preset file (crossfading) whenever it changes on disk.
   public var watch = false
+  /// The autoload rules' file (`--autoload`; nil: `$XDG_CONFIG_HOME/livemic/autoload.json` when it
+  /// exists).
+  public var autoload: String?
+  /// `--no-plugins`: no entry's mode runs an LV2 alternative (`automatic` means built-in).
+  public var noPlugins = false
   /// Start fully prepared but muted: `ctl unmute` ramps up at once.
   public var startMuted = false
   /// OSC port (nil: no OSC) and the address it listens on (loopback by default).
@@ -69,6 +74,7 @@ public struct RunOptions: Sendable {
     request.plugins = plugins
     (request.music, request.monitor) = (music, monitor)
     request.loudnessTargetLufs = loudnessTargetLufs
+    request.noPlugins = noPlugins
     request.overrides = overrides
     return request
   }

@@ -72,6 +72,13 @@ public final class JackClient: @unchecked Sendable {
 
   deinit { close() }
 
+  /// The real-time priority of this client's process thread (nil when it does not run in real
+  /// time).
+  public var realtimePriority: Int32? {
+    let priority = jack_client_real_time_priority(handle)
+    return priority > 0 ? priority : nil
+  }
+
   /// The server name libjack uses when none is given.
   public static var defaultServerName: String {
     getenv("JACK_DEFAULT_SERVER").map { String(cString: $0) } ?? "default"

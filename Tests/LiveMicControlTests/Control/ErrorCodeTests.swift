@@ -29,7 +29,8 @@ import Testing
     OverrideError.unknownStage(key: "k", stage: "s", stages: []),
     OverrideError.outOfRange(key: "k", value: 2, range: 0...1),
     ModeError.noPluginInstalled(id: "a", tried: []),
-    ModeError.modesNotSupported(unit: "u"), SessionError.events(path: "p"),
+    ModeError.modesNotSupported(unit: "u"), ModeError.noWebRTC(unit: "u"), SessionError.events(path: "p"),
+    AutoloadError.unreadable(path: "p"), AutoloadError.invalid(path: "p", reason: "r"),
     SessionError.control(path: "p", reason: "r"), SessionError.osc(reason: "r"),
     RenderError.openInput(path: "p", reason: "r"), RenderError.openOutput(path: "p", reason: "r"),
     RenderError.unknownFormat(path: "p"), PlotError.unknownFormat(path: "p"), PlotError.noConverter,
@@ -57,13 +58,14 @@ import Testing
     #expect(
       ControlError(plugin).code == "plugin.unknown-uri" && ControlError(plugin).message == plugin.description)
     #expect(ControlError("no").code == "control.refused")
+    #expect(SessionError.autoload(.invalid(path: "p", reason: "r")).code == "autoload.invalid")
   }
 
   @Test("the control protocol names every command the server dispatches, and the socket's place")
   func controlProtocol() {
     #expect(
       ControlProtocol.commandList
-        == "status, get, set, preset, mute, unmute, route, connections, meters, learn, record, loudness, subscribe, unsubscribe"
+        == "status, get, set, preset, mute, unmute, route, connections, meters, learn, record, loudness, stream, subscribe, unsubscribe"
     )
     #expect(ControlProtocol.topics == ControlServer.topics)
     let path = ControlProtocol.socketPath(name: "lm")

@@ -90,7 +90,9 @@ struct NativeTests {
     for option in options.sorted() {
       #expect(page.contains(option), "docs/livemic.1 does not mention \(option)")
     }
-    for word in ["run", "render", "presets", "params", "bench", "plugins", "ctl", "monitor", "help"] {
+    for word in [
+      "run", "render", "presets", "params", "bench", "plugins", "ctl", "monitor", "doctor", "help",
+    ] {
       #expect(page.contains(".B \(word)") || page.contains(".BI \"\(word) "), "no entry for \(word)")
     }
     for word in [
@@ -110,7 +112,7 @@ struct NativeTests {
     let texts = help.matches(of: /let (\w+Help) = """([\s\S]*?)"""/).map {
       (String($0.output.1), String($0.output.2))
     }
-    #expect(texts.count == 9)
+    #expect(texts.count == 10)
     for (name, text) in texts {
       #expect(text.contains("EXAMPLES\n    livemic"), "\(name) has no EXAMPLES section")
     }

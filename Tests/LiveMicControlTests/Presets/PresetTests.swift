@@ -89,7 +89,7 @@ struct PresetTests {
       (#"{"chain": []}"#, "key 'name': expected a non-empty string"),
       (
         #"{"name": "x", "chain": [], "colour": 1}"#,
-        "key 'colour': unknown key (allowed: chain, description, midi, name, route, volume)"
+        "key 'colour': unknown key (allowed: chain, description, midi, name, plugins, route, volume)"
       ),
       (#"{"name": "x"}"#, "key 'chain': expected an array of stages"),
       (#"{"name": "x", "volume": 2, "chain": []}"#, "key 'volume': expected a number from 0 to 1"),

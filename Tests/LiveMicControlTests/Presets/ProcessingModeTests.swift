@@ -95,7 +95,7 @@ extension PluginTests {
     arguments: [
       (
         #"{"unit": "denoise", "mode": "fast"}"#,
-        "key 'chain[0].mode': expected \"builtin\", \"plugin\" or \"automatic\""
+        "key 'chain[0].mode': expected \"builtin\", \"plugin\", \"automatic\" or \"webrtc\""
       ),
       (
         #"{"unit": "denoise", "plugins": "x"}"#,
@@ -120,5 +120,37 @@ extension PluginTests {
       availability: { $0 == "a" ? .cannotHost("it needs a UI") : .installed })
     #expect(entry.id == "hp" && r.effective == "b")
     #expect(r.reason.contains("a cannot be hosted: it needs a UI"))
+  }
+}
+
+extension PluginTests {
+  @Test(
+    "plugins off (\"plugins\": false, --no-plugins): plugin and automatic run the built-in unit, and say why")
+  func pluginsOff() throws {
+    let entry = #"{"unit": "highpass", "mode": "plugin", "plugins": ["\#(Installed.fil4)"]}"#
+    let fromPreset = try Preset.parse(
+      Data(#"{"name": "off", "plugins": false, "chain": [\#(entry)]}"#.utf8), path: "off.json")
+    #expect(fromPreset.chain.first?.unit?.type == "highpass", "\(fromPreset.chain)")
+    let r = try #require(fromPreset.resolution(of: "highpass"))
+    #expect(
+      r.effective == "builtin" && r.reason.contains("plugins are off (\"plugins\": false in the preset)"),
+      "\(r)")
+    let fromOption = try Preset.parse(
+      Data(#"{"name": "on", "chain": [\#(entry)]}"#.utf8), path: "on.json", pluginsOff: "--no-plugins")
+    #expect(fromOption.resolution(of: "highpass")?.reason.contains("plugins are off (--no-plugins)") == true)
+    #expect(throws: PresetError.self) {
+      try Preset.parse(Data(#"{"name": "x", "plugins": "no", "chain": []}"#.utf8), path: "x.json")
+    }
+  }
+
+  @Test("mode webrtc: the stage becomes its WebRTC unit, keeping the values that unit has")
+  func webrtcMode() throws {
+    let preset = try parse(
+      #"{"unit": "denoise", "mode": "webrtc", "params": {"suppression_db": 12, "keep_held": 1}}"#)
+    let unit = try #require(preset.chain.first?.unit)
+    #expect(unit.type == "webrtc-denoise" && unit.id == "denoise" && unit.values == ["suppression_db": 12])
+    let r = try #require(preset.resolution(of: "denoise"))
+    #expect(r.effective == "webrtc" && r.reason.contains("keep_held has no counterpart"), "\(r)")
+    #expect(throws: PresetError.self) { try parse(#"{"unit": "highpass", "mode": "webrtc"}"#) }
   }
 }

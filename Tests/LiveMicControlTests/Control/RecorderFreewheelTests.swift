@@ -5,18 +5,19 @@ import Testing
 @testable import LiveMicControl
 @testable import LiveMicEngine
 
-/// The supervisor's account of a freewheel, driven by hand: the notifications and the
-/// consumers' drop counts are set in the order a slow supervisor sees them.
-@Suite struct FreewheelWatchTests {
-  /// A session with a loudness meter and a listener that keeps the events.
-  static func session() throws -> (LiveSession, LoudnessMeter, Locked<[String]>) {
-    let session = LiveSession(options: RunOptions())
+/// The recorder's account of a freewheel, driven by hand without a session or a server: the
+/// notifications and the consumers' drop counts are set in the order a slow supervisor sees
+/// them.
+@Suite struct RecorderFreewheelTests {
+  /// A recorder with a loudness meter and a listener that keeps the events.
+  static func recorder() throws -> (Recorder, LoudnessMeter, Locked<[String]>) {
     let lines = Locked<[String]>([])
-    session.stream = try EventStream(destination: nil)
-    session.stream.listener = { _, line in lines.withLock { $0.append(line) } }
-    let meter = try LoudnessMeter(sampleRate: 48000, pace: session.writerPace)
-    session.loudness = meter
-    return (session, meter, lines)
+    let stream = try EventStream(destination: nil)
+    stream.listener = { _, line in lines.withLock { $0.append(line) } }
+    let recorder = Recorder(options: RunOptions(), stream: stream, wake: DispatchSemaphore(value: 0))
+    let meter = try LoudnessMeter(sampleRate: 48000, pace: recorder.writerPace)
+    recorder.loudness = meter
+    return (recorder, meter, lines)
   }
 
   static func freewheelEvents(_ lines: Locked<[String]>) -> [[String: Any]] {
@@ -29,18 +30,18 @@ import Testing
   /// supervisor, busy with a request, wakes to the start. Those drops happened freewheeling and
   /// are reported with the stop, like the ones after the supervisor saw the start.
   @Test func dropsBeforeTheSupervisorSawTheStartAreReported() throws {
-    let (session, meter, lines) = try Self.session()
+    let (recorder, meter, lines) = try Self.recorder()
     defer { meter.finish() }
     let events = EngineEvents()
-    var watch = LiveSession.FreewheelWatch()
+    var watch = Recorder.FreewheelWatch()
     meter.consumer.droppedFrames.add(100, ordering: .relaxed)  // before: not the freewheel's
-    session.followFreewheel(&watch, events)
+    recorder.followFreewheel(&watch, events)
     events.noteFreewheel(true)
     meter.consumer.droppedFrames.add(55040, ordering: .relaxed)  // before the supervisor woke
-    session.followFreewheel(&watch, events)
+    recorder.followFreewheel(&watch, events)
     meter.consumer.droppedFrames.add(1000, ordering: .relaxed)  // after it saw the start
     events.noteFreewheel(false)
-    session.followFreewheel(&watch, events)
+    recorder.followFreewheel(&watch, events)
     let changes = Self.freewheelEvents(lines)
     #expect(changes.map { $0["on"] as? Bool } == [true, false], "\(changes)")
     #expect(changes.last?["loudness_dropped_frames"] as? Int == 56040, "\(changes)")
@@ -49,15 +50,15 @@ import Testing
 
   /// A start and a stop both between two wakes: the drops meanwhile are the freewheel's.
   @Test func aWholeFreewheelBetweenTwoWakesKeepsItsDrops() throws {
-    let (session, meter, lines) = try Self.session()
+    let (recorder, meter, lines) = try Self.recorder()
     defer { meter.finish() }
     let events = EngineEvents()
-    var watch = LiveSession.FreewheelWatch()
-    session.followFreewheel(&watch, events)
+    var watch = Recorder.FreewheelWatch()
+    recorder.followFreewheel(&watch, events)
     events.noteFreewheel(true)
     meter.consumer.droppedFrames.add(4096, ordering: .relaxed)
     events.noteFreewheel(false)
-    session.followFreewheel(&watch, events)
+    recorder.followFreewheel(&watch, events)
     let changes = Self.freewheelEvents(lines)
     #expect(changes.map { $0["on"] as? Bool } == [true, false], "\(changes)")
     #expect(changes.last?["loudness_dropped_frames"] as? Int == 4096, "\(changes)")
@@ -66,20 +67,20 @@ import Testing
   /// A stop and the next start between two wakes: the first freewheel's drops are reported with
   /// its stop, and the second counts only its own.
   @Test func aStopAndAStartBetweenTwoWakesSplitTheDrops() throws {
-    let (session, meter, lines) = try Self.session()
+    let (recorder, meter, lines) = try Self.recorder()
     defer { meter.finish() }
     let events = EngineEvents()
-    var watch = LiveSession.FreewheelWatch()
-    session.followFreewheel(&watch, events)
+    var watch = Recorder.FreewheelWatch()
+    recorder.followFreewheel(&watch, events)
     events.noteFreewheel(true)
-    session.followFreewheel(&watch, events)
+    recorder.followFreewheel(&watch, events)
     meter.consumer.droppedFrames.add(300, ordering: .relaxed)
     events.noteFreewheel(false)
     events.noteFreewheel(true)
-    session.followFreewheel(&watch, events)
+    recorder.followFreewheel(&watch, events)
     meter.consumer.droppedFrames.add(20, ordering: .relaxed)
     events.noteFreewheel(false)
-    session.followFreewheel(&watch, events)
+    recorder.followFreewheel(&watch, events)
     let changes = Self.freewheelEvents(lines)
     #expect(changes.map { $0["on"] as? Bool } == [true, false, true, false], "\(changes)")
     #expect(changes.compactMap { $0["loudness_dropped_frames"] as? Int } == [300, 20], "\(changes)")

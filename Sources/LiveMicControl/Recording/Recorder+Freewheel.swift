@@ -10,7 +10,7 @@ import LiveMicEngine
 /// frame. The audio thread still never waits for them: a consumer that falls behind drops whole
 /// cycles, counted and reported in one sentence when the freewheel ends. Thread: the
 /// supervisor.
-extension LiveSession {
+extension Recorder {
   /// What the supervisor saw of one client's freewheeling.
   struct FreewheelWatch {
     /// The client's freewheel notifications handled so far.

@@ -1,16 +1,57 @@
+import Dispatch
 import Foundation
 import LiveMicEngine
+import LiveMicOffline
 import LiveMicPresets
 
-/// Recordings and the output stream: started from the command line (`--record`,
-/// `--autorecord`, `--stream-out`) or the control socket (`record`), fed by the tap table, and
-/// watched by the supervisor (see docs/recording.md). Thread: the supervisor.
-extension LiveSession {
+/// The session's tap consumers and their state: the recordings, the output stream and the
+/// loudness meter. Started from the command line (`--record`, `--autorecord`, `--stream-out`) or
+/// the control socket (`record`), fed by the tap table (which outlives every client), and
+/// watched by the supervisor at every wake (see docs/recording.md). It needs no JACK client:
+/// the client's name and rate come in as a `Host`.
+///
+/// Thread: the supervisor.
+final class Recorder {
+  /// The client the taps belong to: its name (in recording file names) and its sample rate.
+  struct Host {
+    var name: String
+    var sampleRate: Int
+  }
+
   /// Seconds each recording's ring holds (rounded up to a power of two by libjack).
   static let recordingRingSeconds = 3.0
 
+  /// The tap consumers' table, shared by every client the session opens.
+  let taps = TapTable()
+  /// How often the tap consumers' threads look into their rings (faster while JACK freewheels).
+  let writerPace = WriterPace()
+  /// The recordings running.
+  private(set) var recordings: [Recording] = []
+  /// Recordings stopped and still finalizing their files, answered when done.
+  private var finishing: [FinishingRecordings] = []
+  private var nextRecordingId = 1
+  /// The `--stream-out` consumer, while it runs.
+  var streamOut: StreamOut?
+  /// The stream's openings and closings already reported (`stream-opened`, `stream-closed`).
+  var streamReported: (openings: UInt64, closings: UInt64) = (0, 0)
+  /// The EBU R128 loudness meter on the output tap (always on, unless it could not start).
+  var loudness: LoudnessMeter?
+
+  /// The command line's recording folders, format and stream.
+  private let options: RunOptions
+  /// Where `record-*`, `stream-*`, `freewheel` and `loudness-reset` events go.
+  let stream: EventStream
+  /// Woken by the writers when they fail.
+  let wake: DispatchSemaphore
+
+  init(options: RunOptions, stream: EventStream, wake: DispatchSemaphore) {
+    self.options = options
+    self.stream = stream
+    self.wake = wake
+  }
+
   /// Starts what the command line asks for, once the first client runs.
-  func startTapConsumers(_ client: JackClient) {
+  func startTapConsumers(_ client: Host) {
     startLoudness(client)
     if let folder = options.recordDirectory {
       startLogged(.output, options.recordFormat, folder, .record, client)
@@ -19,19 +60,13 @@ extension LiveSession {
       startLogged(.output, options.recordFormat, folder, .autorecord, client)
     }
     if let path = options.streamOut {
-      let stream = StreamOut(
-        path: path, format: options.streamWavHeader ? .wav : .f32, sampleRate: Int(client.sampleRate),
-        table: taps, wake: wake, pace: writerPace)
-      streamOut = stream
-      Log.info(
-        "streaming the output tap (\(stream.format.rawValue)) to \(stream.label)"
-          + (path == "-" ? "" : " once it can be opened"))
+      startStream(path: path, format: options.streamWavHeader ? .wav : .f32, client, origin: "command line")
     }
   }
 
   /// Starts a recording and reports a failure (log and event) instead of throwing.
   private func startLogged(
-    _ tap: Tap, _ format: RecordingFormat, _ folder: String, _ origin: Recording.Origin, _ client: JackClient
+    _ tap: Tap, _ format: RecordingFormat, _ folder: String, _ origin: Recording.Origin, _ client: Host
   ) {
     do {
       _ = try startRecording(tap: tap, format: format, path: folder + "/", origin: origin, client: client)
@@ -43,7 +78,7 @@ extension LiveSession {
 
   /// The file a recording goes to: `PATH` itself, or, when PATH is a folder (existing, or
   /// ending in `/`), `CLIENT-TAP-YYYYMMDD-HHMMSS.EXT` in it (with `-2`, `-3`… when taken).
-  func recordingPath(_ path: String, tap: Tap, format: RecordingFormat, client: JackClient) -> String {
+  func recordingPath(_ path: String, tap: Tap, format: RecordingFormat, client: Host) -> String {
     var isFolder: ObjCBool = false
     let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isFolder)
     guard path.hasSuffix("/") || (exists && isFolder.boolValue) else { return path }
@@ -64,12 +99,12 @@ extension LiveSession {
 
   /// Opens the file, starts the writer and attaches its consumer; reports `record-started`.
   func startRecording(
-    tap: Tap, format: RecordingFormat, path: String, origin: Recording.Origin, client: JackClient
+    tap: Tap, format: RecordingFormat, path: String, origin: Recording.Origin, client: Host
   ) throws(TapWriterError) -> Recording {
     let file = recordingPath(path, tap: tap, format: format, client: client)
     let recording = try Recording(
       id: nextRecordingId, path: file, tap: tap, format: format, origin: origin,
-      sampleRate: Int(client.sampleRate), ringSeconds: Self.recordingRingSeconds, wake: wake,
+      sampleRate: client.sampleRate, ringSeconds: Self.recordingRingSeconds, wake: wake,
       pace: writerPace)
     guard taps.attach(recording.consumer) else {
       recording.finish()
@@ -130,7 +165,7 @@ extension LiveSession {
         Log.error("recording \(r.id) did not finish writing '\(r.path)' within 10 s; it goes on alone")
       }
       let summaries = group.recordings.map { reportStopped($0, reason: group.reason) }
-      group.pending?.answer(Self.encode(["ok": true, "stopped": summaries]))
+      group.pending?.answer(ControlServer.encode(["ok": true, "stopped": summaries]))
     }
     finishing = still
   }
@@ -174,13 +209,7 @@ extension LiveSession {
   /// The recordings and the stream, for `status`.
   var tapStatus: [String: Any] {
     var fields: [String: Any] = ["recordings": recordings.map(summary)]
-    if let s = streamOut {
-      fields["stream"] = [
-        "path": s.path, "format": s.format.rawValue, "open": s.attached.load(ordering: .relaxed),
-        "frames": Int(s.writtenFrames.load(ordering: .relaxed)),
-        "dropped_frames": Int(s.consumer.droppedFrames.load(ordering: .relaxed)),
-      ]
-    }
+    if let s = streamOut { fields["stream"] = streamSummary(s) }
     return fields
   }
 
@@ -190,25 +219,14 @@ extension LiveSession {
     for recording in recordings where recording.failed != nil {
       stopRecording(recording, audioRunning: audioRunning, reason: "failed")
     }
-    if let s = streamOut, let failure = s.failed {
-      taps.detach(s.consumer, audioRunning: audioRunning)
-      s.finish()
-      streamOut = nil
-      Log.error(failure)
-      stream.emit(
-        "stream-failed",
-        [
-          "path": .string(s.path), "error": .string(failure),
-          "frames": .int(Int(s.writtenFrames.load(ordering: .relaxed))),
-        ])
-    }
+    superviseStream(audioRunning: audioRunning)
   }
 
   /// After a reconnection: `--autorecord` starts a new file for the new session, and a
   /// recording whose sample rate no longer matches is closed (and, for `--record`, continued in a
   /// new file).
-  func restartRecordings(after client: JackClient) {
-    let rate = Int(client.sampleRate)
+  func restartRecordings(after client: Host) {
+    let rate = client.sampleRate
     loudness?.follow(sampleRate: rate)
     for recording in recordings where recording.origin == .autorecord || recording.sampleRate != rate {
       let reason = recording.origin == .autorecord ? "new session" : "the sample rate changed to \(rate) Hz"
@@ -227,18 +245,13 @@ extension LiveSession {
       for r in group.recordings { r.finish() }
     }
     pollFinishingRecordings()
-    if let s = streamOut {
-      taps.detach(s.consumer, audioRunning: false)
-      s.finish()
-      streamOut = nil
-      Log.info("the stream to \(s.label) ended after \(s.writtenFrames.load(ordering: .relaxed)) frames")
-    }
+    stopStream(audioRunning: false, reason: "stop")
   }
 
   /// `record stop` (`{"cmd":"record","action":"stop","id":N}`, no id: all): the recordings are
   /// detached at once and `pending` is answered once their files are finalized
   /// (`pollFinishingRecordings`); a bad id is answered at once.
-  func startRecordStop(_ pending: ControlServer.Pending) {
+  func startRecordStop(_ pending: ControlServer.Pending, audioRunning: Bool) {
     var chosen = recordings
     if let raw = pending.request["id"] {
       guard let id = raw.number.map({ Int($0) }) else {
@@ -247,13 +260,15 @@ extension LiveSession {
       chosen = recordings.filter { $0.id == id }
       guard !chosen.isEmpty else { return pending.answer(ControlServer.error("no recording has id \(id)")) }
     }
-    guard !chosen.isEmpty else { return pending.answer(Self.encode(["ok": true, "stopped": [Any]()])) }
-    beginStopping(chosen, audioRunning: !suspended, reason: "control", answering: pending)
+    guard !chosen.isEmpty else {
+      return pending.answer(ControlServer.encode(["ok": true, "stopped": [Any]()]))
+    }
+    beginStopping(chosen, audioRunning: audioRunning, reason: "control", answering: pending)
   }
 
   /// The `record` command: `{"cmd":"record","action":"start","tap":…,"format":…,"path":…}`,
   /// `{"cmd":"record"}` (list); `stop` is `startRecordStop`.
-  func record(_ request: [String: JSONValue], _ client: JackClient) throws(ControlError) -> [String: Any] {
+  func record(_ request: [String: JSONValue], _ client: Host) throws(ControlError) -> [String: Any] {
     let name = request["action"]?.string ?? ControlProtocol.RecordAction.list.rawValue
     switch ControlProtocol.RecordAction(rawValue: name) {
     case .list:
@@ -300,4 +315,59 @@ struct FinishingRecordings {
   let reason: String
   let pending: ControlServer.Pending?
   let deadline: DispatchTime
+}
+
+/// The loudness meter: started with the first client, kept across reconnections, reset by the
+/// `loudness` command. Thread: the supervisor.
+extension Recorder {
+  /// Starts the loudness meter and attaches it to the output tap; a failure is logged and the
+  /// session runs without it.
+  func startLoudness(_ client: Host) {
+    guard loudness == nil else { return }
+    do {
+      let meter = try LoudnessMeter(sampleRate: client.sampleRate, pace: writerPace)
+      guard taps.attach(meter.consumer) else {
+        meter.finish()
+        Log.error("the loudness meter cannot start: all \(TapTable.slotCount) tap slots are taken")
+        return
+      }
+      loudness = meter
+    } catch {
+      Log.error("the loudness meter cannot start: \(error.description)")
+    }
+  }
+
+  /// Detaches and ends the loudness meter.
+  func stopLoudness(audioRunning: Bool) {
+    guard let meter = loudness else { return }
+    taps.detach(meter.consumer, audioRunning: audioRunning)
+    meter.finish()
+    loudness = nil
+  }
+
+  /// The `loudness` object of `status`.
+  var loudnessStatus: [String: Any] {
+    guard let meter = loudness else { return [:] }
+    var fields: [String: Any] = meter.reading.fields
+    fields["dropped_frames"] = Int(meter.consumer.droppedFrames.load(ordering: .relaxed))
+    return ["loudness": fields]
+  }
+
+  /// The `loudness` command: `{"cmd":"loudness"}` (the figures) or
+  /// `{"cmd":"loudness","action":"reset"}` (start integrated loudness, range and true peak over).
+  func loudnessCommand(_ request: [String: JSONValue]) throws(ControlError) -> [String: Any] {
+    guard let meter = loudness else { throw ControlError("the loudness meter is not running") }
+    let name = request["action"]?.string ?? ControlProtocol.LoudnessAction.show.rawValue
+    switch ControlProtocol.LoudnessAction(rawValue: name) {
+    case .show:
+      return ["loudness": meter.reading.fields]
+    case .reset:
+      meter.reset()
+      Log.info("loudness measurement reset (control)")
+      stream.emit("loudness-reset", [:])
+      return ["loudness": LoudnessReading().fields, "reset": true]
+    case nil:
+      throw ControlError("unknown loudness action '\(name)' (show, reset)")
+    }
+  }
 }

@@ -1,0 +1,196 @@
+import Foundation
+
+/// Tells a held voiced sound (a sung note, a held vowel, a played line) from steady noise, for
+/// the denoiser: a stationary-noise suppressor learns any sound that lasts as noise, and a
+/// singer's long note sinks by 10 dB within seconds.
+///
+/// Every 10 ms it runs a YIN pitch detector (the cumulative mean normalized difference
+/// function, de Cheveigné and Kawahara 2002) over the last 32 ms, low-passed and decimated to
+/// about 8 kHz, for periods of 70–1000 Hz. A sound is *held* once it has been periodic for
+/// `heldMilliseconds` with no gap longer than `gapMilliseconds`. A held sound whose pitch stays
+/// within `machineCents` for half a second is a machine (mains or fan hum): no voice or acoustic
+/// instrument holds a pitch that still, so it stays noise. Broadband noise (pink, white, a fan's
+/// rumble) is never periodic.
+///
+/// Thread: prepared off the audio thread; `feed` on the audio thread.
+final class HarmonicGuard {
+  /// How long a periodic sound lasts before it counts as held.
+  static let heldMilliseconds = 250.0
+  /// The longest unvoiced gap inside a held sound (a consonant, a breath between legato notes).
+  static let gapMilliseconds = 60.0
+  /// The pitch range (cents, over `steadyMilliseconds`) within which a held sound is a machine.
+  static let machineCents: Float = 6
+  static let steadyMilliseconds = 500.0
+  /// YIN's threshold on the normalized difference: below it, a period is found.
+  static let threshold: Float = 0.2
+  /// Sounds below this mean square (about -60 dBFS) are not judged.
+  static let floorMeanSquare: Float = 1e-6
+
+  let decimation: Int
+  let analysisRate: Double
+  let window: Int
+  let minLag: Int
+  let maxLag: Int
+  let hop: Int
+  private let historyCount: Int
+  private let history: UnsafeMutablePointer<Float>
+  private let difference: UnsafeMutablePointer<Float>
+  /// The recent periods' log2, one per voiced analysis, newest last.
+  private let pitches: UnsafeMutablePointer<Float>
+  private let pitchCapacity: Int
+  private var pitchCount = 0
+  /// Two cascaded low-passes (anti-aliasing before decimation): coefficients and state.
+  private let b0: Float, b1: Float, b2: Float, a1: Float, a2: Float
+  private var s1 = SIMD4<Float>(repeating: 0)
+  private var s2 = SIMD4<Float>(repeating: 0)
+  private var phase = 0
+  private var sinceAnalysis = 0
+  private var voicedMilliseconds = 0.0
+  private var gapMillisecondsSoFar = 0.0
+  private let hopMilliseconds: Double
+
+  /// True while a held voiced sound (not a machine's) goes on; updated every 10 ms.
+  private(set) var held = false
+  /// The latest periodicity decision and its pitch (Hz, 0 when none), for tests.
+  private(set) var lastPitchHz: Float = 0
+
+  init(sampleRate: Double) {
+    decimation = max(Int((sampleRate / 8000).rounded()), 1)
+    analysisRate = sampleRate / Double(decimation)
+    window = Int(0.032 * analysisRate)
+    minLag = max(Int(analysisRate / 1000), 2)
+    maxLag = Int(analysisRate / 70)
+    hop = max(Int(0.010 * analysisRate), 1)
+    hopMilliseconds = Double(hop) * 1000 / analysisRate
+    historyCount = window + maxLag + 2
+    history = .allocate(capacity: historyCount)
+    history.initialize(repeating: 0, count: historyCount)
+    difference = .allocate(capacity: maxLag + 2)
+    difference.initialize(repeating: 0, count: maxLag + 2)
+    pitchCapacity = max(Int(Self.steadyMilliseconds / hopMilliseconds), 1)
+    pitches = .allocate(capacity: pitchCapacity)
+    pitches.initialize(repeating: 0, count: pitchCapacity)
+    // RBJ low-pass at 0.4 of the analysis rate, Q 0.707 (two in cascade: 24 dB/octave).
+    let w0 = 2 * Double.pi * 0.4 * analysisRate / sampleRate
+    let alpha = sin(w0) / (2 * 0.7071)
+    let c = cos(w0)
+    let a0 = 1 + alpha
+    b0 = Float((1 - c) / 2 / a0)
+    b1 = Float((1 - c) / a0)
+    b2 = Float((1 - c) / 2 / a0)
+    a1 = Float(-2 * c / a0)
+    a2 = Float((1 - alpha) / a0)
+  }
+
+  deinit {
+    history.deallocate()
+    difference.deallocate()
+    pitches.deallocate()
+  }
+
+  /// Forgets the sound so far.
+  /// - Realtime: safe
+  func reset() {
+    history.update(repeating: 0, count: historyCount)
+    (s1, s2) = (.zero, .zero)
+    (phase, sinceAnalysis, pitchCount) = (0, 0, 0)
+    (voicedMilliseconds, gapMillisecondsSoFar, held, lastPitchHz) = (0, 0, false, 0)
+  }
+
+  /// Takes `count` input samples; returns `held`.
+  /// - Realtime: safe
+  func feed(_ samples: UnsafePointer<Float>, count: Int) -> Bool {
+    for i in 0..<count {
+      let x = samples[i]
+      // Direct form I, the two sections' states side by side: (x1, x2, y1, y2).
+      let y1 = b0 * x + b1 * s1[0] + b2 * s1[1] - a1 * s1[2] - a2 * s1[3]
+      s1 = SIMD4(x, s1[0], y1, s1[2])
+      let y2 = b0 * y1 + b1 * s2[0] + b2 * s2[1] - a1 * s2[2] - a2 * s2[3]
+      s2 = SIMD4(y1, s2[0], y2.isFinite && abs(y2) > 1e-20 ? y2 : 0, s2[2])
+      phase += 1
+      guard phase == decimation else { continue }
+      phase = 0
+      // The newest hop fills the end of the history; the analysis then moves it on by a hop.
+      history[historyCount - hop + sinceAnalysis] = s2[2]
+      sinceAnalysis += 1
+      if sinceAnalysis == hop {
+        sinceAnalysis = 0
+        analyse()
+        history.update(from: history + hop, count: historyCount - hop)
+      }
+    }
+    return held
+  }
+
+  /// One YIN analysis of the last window, and the held/machine decision.
+  /// - Realtime: safe
+  private func analyse() {
+    let x = history + (historyCount - window - maxLag - 1)
+    var energy: Float = 0
+    for n in 0..<window { energy += x[n] * x[n] }
+    let periodHz = energy / Float(window) > Self.floorMeanSquare ? period() : 0
+    lastPitchHz = periodHz
+    if periodHz > 0 {
+      voicedMilliseconds += hopMilliseconds
+      gapMillisecondsSoFar = 0
+      if pitchCount == pitchCapacity {
+        pitches.update(from: pitches + 1, count: pitchCapacity - 1)
+        pitchCount -= 1
+      }
+      pitches[pitchCount] = log2(periodHz)
+      pitchCount += 1
+    } else {
+      gapMillisecondsSoFar += hopMilliseconds
+      if gapMillisecondsSoFar > Self.gapMilliseconds {
+        voicedMilliseconds = 0
+        pitchCount = 0
+      }
+    }
+    held = voicedMilliseconds >= Self.heldMilliseconds && !machineSteady()
+  }
+
+  /// The pitch (Hz) of the window when it is periodic, else 0.
+  /// - Realtime: safe
+  private func period() -> Float {
+    let x = history + (historyCount - window - maxLag - 1)
+    // d(τ) = Σ (x[n] − x[n+τ])², then d'(τ) = d(τ) · τ / Σ_{j≤τ} d(j).
+    var running: Float = 0
+    var found = -1
+    for tau in 1...maxLag {
+      var d: Float = 0
+      let y = x + tau
+      for n in 0..<window {
+        let e = x[n] - y[n]
+        d += e * e
+      }
+      running += d
+      let normalized = running > 0 ? d * Float(tau) / running : 1
+      difference[tau] = normalized
+      if found < 0 && tau >= minLag && normalized < Self.threshold { found = tau }
+      // The local minimum after the first value below the threshold.
+      if found >= 0 && tau > found && normalized >= difference[tau - 1] {
+        found = tau - 1
+        break
+      }
+    }
+    guard found >= minLag, found < maxLag else { return 0 }
+    // Parabolic interpolation around the minimum.
+    let (a, b, c) = (difference[found - 1], difference[found], difference[found + 1])
+    let denominator = a - 2 * b + c
+    let shift = denominator > 0 ? 0.5 * (a - c) / denominator : 0
+    let lag = Float(found) + max(-0.5, min(0.5, shift))
+    return Float(analysisRate) / lag
+  }
+
+  /// True when the last `steadyMilliseconds` of pitch stayed within `machineCents`.
+  /// - Realtime: safe
+  private func machineSteady() -> Bool {
+    guard pitchCount == pitchCapacity else { return false }
+    var (low, high) = (pitches[0], pitches[0])
+    for i in 1..<pitchCount {
+      low = min(low, pitches[i])
+      high = max(high, pitches[i])
+    }
+    return (high - low) * 1200 < Self.machineCents
+  }
+}

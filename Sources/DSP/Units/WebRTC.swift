@@ -1,0 +1,230 @@
+import CWebRTC
+import Synchronization
+
+/// How the chains of this process run. Offline (`livemic render`, `bench`, the tests), units that
+/// hand work to a helper thread in real time do it inline, deterministically. Live, the helper
+/// threads run at `helperPriority` (SCHED_FIFO; 0: normal scheduling).
+///
+/// Thread: set before a chain is built (the session sets the priority from each new client).
+public enum ProcessingContext {
+  private static let offline = Atomic<Bool>(false)
+  private static let priority = Atomic<Int32>(0)
+  /// True when nothing runs in real time.
+  public static var isOffline: Bool { offline.load(ordering: .relaxed) }
+  /// Says that nothing in this process runs in real time (or, `false`, that it does).
+  public static func runOffline(_ on: Bool = true) { offline.store(on, ordering: .relaxed) }
+  /// The SCHED_FIFO priority of helper threads (below the audio thread's), 0 for none.
+  public static var helperPriority: Int32 { priority.load(ordering: .relaxed) }
+  /// Sets it: one below the JACK client's real-time priority, or 0 when the client is not real-time.
+  public static func setHelperPriority(_ value: Int32) { priority.store(max(value, 0), ordering: .relaxed) }
+}
+
+/// One WebRTC audio-processing instance (libwebrtc-audio-processing, through the `CWebRTC`
+/// shim) for the mono mean of a stereo block.
+///
+/// WebRTC's `ProcessStream` takes a mutex and may allocate, so in real time it runs on the
+/// shim's helper thread, one real-time priority below JACK's client thread when the client runs
+/// in real time (`ProcessingContext.helperPriority`): the audio
+/// thread only writes preallocated rings, posts a semaphore and reads the output two 10 ms
+/// frames later (`latencyFrames`): the frame itself, and a frame of time for the helper, which
+/// suffices for JACK periods up to 10 ms (480 frames at 48 kHz). A frame the helper has not
+/// finished in time is played dry and counted (`lateFrames`). Offline
+/// (`ProcessingContext.isOffline`) the frames are processed inline, deterministically, with the
+/// same latency.
+///
+/// Thread: made off the audio thread; `run` on it.
+final class WebRTCProcessor {
+  let handle: OpaquePointer
+  let latencyFrames: Int
+  private let maxFrames: Int
+  private let mono: UnsafeMutablePointer<Float>
+  private let reference: UnsafeMutablePointer<Float>
+
+  init?(sampleRate: Double, maxFrames: Int, features: Int32) {
+    let offline = ProcessingContext.isOffline
+    let frame = Int(sampleRate / 100)
+    guard
+      let handle = livemic_webrtc_create(
+        Int32(sampleRate), features, Int32(2 * frame), ProcessingContext.helperPriority, offline ? 1 : 0)
+    else { return nil }
+    self.handle = handle
+    self.maxFrames = max(maxFrames, 1)
+    latencyFrames = Int(livemic_webrtc_latency_frames(handle))
+    mono = .allocate(capacity: self.maxFrames)
+    mono.initialize(repeating: 0, count: self.maxFrames)
+    reference = .allocate(capacity: self.maxFrames)
+    reference.initialize(repeating: 0, count: self.maxFrames)
+  }
+
+  deinit {
+    livemic_webrtc_destroy(handle)
+    mono.deallocate()
+    reference.deallocate()
+  }
+
+  /// Frames played dry because the helper was late, and frames it processed.
+  var lateFrames: UInt64 { livemic_webrtc_late_frames(handle) }
+  var processedFrames: UInt64 { livemic_webrtc_processed_frames(handle) }
+
+  /// Runs the block's mono mean through WebRTC and writes the result to both channels.
+  /// - Realtime: safe
+  func run(_ block: StereoBlock) {
+    var offset = 0
+    while offset < block.frames {
+      let n = min(maxFrames, block.frames - offset)
+      let (l, r) = (block.left + offset, block.right + offset)
+      for f in 0..<n { mono[f] = 0.5 * (l[f] + r[f]) }
+      livemic_webrtc_run(handle, mono, mono, Int32(n))
+      l.update(from: mono, count: n)
+      r.update(from: mono, count: n)
+      offset += n
+    }
+  }
+
+  /// Hands the block's mono mean over as the far-end reference (after the near end of the same
+  /// block: a frame is processed once both have reached its end).
+  /// - Realtime: safe
+  func receive(_ block: StereoBlock) {
+    var offset = 0
+    while offset < block.frames {
+      let n = min(maxFrames, block.frames - offset)
+      let (l, r) = (block.left + offset, block.right + offset)
+      for f in 0..<n { reference[f] = 0.5 * (l[f] + r[f]) }
+      livemic_webrtc_push_reference(handle, reference, Int32(n))
+      offset += n
+    }
+  }
+}
+
+/// WebRTC's noise suppression (the `webrtc` engine of `denoise`): a speech/noise classifier on
+/// spectral features, stronger on non-stationary noise than speexdsp's. Mono; latency 20 ms
+/// (the frame and the helper's time), declared.
+public struct WebRTCDenoise: VoiceUnit {
+  public static let typeName = "webrtc-denoise"
+  public static let summary =
+    "Noise suppression with WebRTC's audio processing (the library of PulseAudio's and PipeWire's echo cancellers); mono, adds 20 ms of latency."
+  public static let parameters = [
+    ParameterSpec(
+      "suppression_db", unit: "dB", range: 0...60, default: 25,
+      "Largest attenuation of the noise: WebRTC's levels low (6), moderate (10), high (15) and very high (20 dB), the nearest at or below this."
+    )
+  ]
+  private var processor: WebRTCProcessor?
+  private var appliedLevel: Int32 = -1
+
+  public init() {}
+
+  public var latencyFrames: Int { processor?.latencyFrames ?? 0 }
+
+  public mutating func prepare(sampleRate: Double, maxFrames: Int, parameters: ParameterValues) {
+    processor = WebRTCProcessor(
+      sampleRate: sampleRate, maxFrames: maxFrames, features: Int32(LIVEMIC_WEBRTC_NOISE))
+    appliedLevel = -1
+  }
+
+  /// The WebRTC level for a suppression in dB.
+  /// - Realtime: safe
+  static func level(suppressionDecibels db: Float) -> Int32 { db >= 20 ? 3 : db >= 15 ? 2 : db >= 10 ? 1 : 0 }
+
+  /// - Realtime: safe
+  public mutating func reset() {}
+
+  /// - Realtime: safe
+  public mutating func process(_ block: StereoBlock, parameters p: ParameterValues) {
+    guard let processor else { return }
+    let level = Self.level(suppressionDecibels: p.current(0))
+    if level != appliedLevel {
+      appliedLevel = level
+      livemic_webrtc_set_noise_level(processor.handle, level)
+    }
+    processor.run(block)
+  }
+}
+
+/// WebRTC's acoustic echo canceller (the `webrtc` engine of `aec`, with the extended filter and
+/// delay-agnostic mode, as PulseAudio's and PipeWire's echo-cancel use it). The reference is what
+/// the chain hands to `receiveReference`. Mono; latency 20 ms, declared.
+public struct WebRTCEchoCanceller: VoiceUnit {
+  public static let typeName = "webrtc-aec"
+  public static let summary =
+    "Echo cancellation with WebRTC's audio processing (extended filter, delay-agnostic); mono, adds 20 ms of latency."
+  public static let parameters = [
+    ParameterSpec(
+      "residual_db", unit: "dB", range: 0...60, default: 0,
+      "How hard the residual echo is suppressed: below 10 WebRTC's low level, below 25 moderate, else high.")
+  ]
+  public static var wantsReference: Bool { true }
+  private var processor: WebRTCProcessor?
+  private var appliedLevel: Int32 = -1
+
+  public init() {}
+
+  public var latencyFrames: Int { processor?.latencyFrames ?? 0 }
+
+  public mutating func prepare(sampleRate: Double, maxFrames: Int, parameters: ParameterValues) {
+    processor = WebRTCProcessor(
+      sampleRate: sampleRate, maxFrames: maxFrames, features: Int32(LIVEMIC_WEBRTC_ECHO))
+    appliedLevel = -1
+  }
+
+  /// - Realtime: safe
+  public mutating func reset() {}
+
+  /// - Realtime: safe
+  public mutating func process(_ block: StereoBlock, parameters p: ParameterValues) {
+    guard let processor else { return }
+    let db = p.current(0)
+    let level: Int32 = db >= 25 ? 2 : db >= 10 ? 1 : 0
+    if level != appliedLevel {
+      appliedLevel = level
+      livemic_webrtc_set_echo_level(processor.handle, level)
+    }
+    processor.run(block)
+  }
+
+  /// - Realtime: safe
+  public mutating func receiveReference(_ block: StereoBlock) { processor?.receive(block) }
+}
+
+/// WebRTC's adaptive digital gain control with its limiter (the `webrtc` engine of `leveler`).
+/// Mono; latency 20 ms, declared.
+public struct WebRTCLeveler: VoiceUnit {
+  public static let typeName = "webrtc-leveler"
+  public static let summary =
+    "Automatic gain control with WebRTC's audio processing (adaptive digital, with its limiter); mono, adds 20 ms of latency."
+  public static let parameters = [
+    ParameterSpec(
+      "target_db", unit: "dBFS", range: -31...0, default: -20,
+      "Level to reach (WebRTC's target, in whole dB below full scale)."),
+    ParameterSpec(
+      "max_gain_db", unit: "dB", range: 0...30, default: 15,
+      "Largest gain applied (WebRTC's compression gain)."),
+  ]
+  private var processor: WebRTCProcessor?
+  private var applied: (Int32, Int32) = (-1, -1)
+
+  public init() {}
+
+  public var latencyFrames: Int { processor?.latencyFrames ?? 0 }
+
+  public mutating func prepare(sampleRate: Double, maxFrames: Int, parameters: ParameterValues) {
+    processor = WebRTCProcessor(
+      sampleRate: sampleRate, maxFrames: maxFrames, features: Int32(LIVEMIC_WEBRTC_GAIN))
+    applied = (-1, -1)
+  }
+
+  /// - Realtime: safe
+  public mutating func reset() {}
+
+  /// - Realtime: safe
+  public mutating func process(_ block: StereoBlock, parameters p: ParameterValues) {
+    guard let processor else { return }
+    let target = Int32(min(max(-p.current(0).rounded(), 0), 31))
+    let gain = Int32(min(max(p.current(1).rounded(), 0), 90))
+    if (target, gain) != applied {
+      applied = (target, gain)
+      livemic_webrtc_set_gain(processor.handle, target, gain)
+    }
+    processor.run(block)
+  }
+}

@@ -1,0 +1,107 @@
+import DSP
+import Foundation
+import Testing
+
+/// WebRTC's engines of `denoise`, `aec` and `leveler` (offline: processed inline), beside the
+/// built-in units' figures in `SpeexUnitTests` and `HeldNoteTests`.
+@Suite struct WebRTCTests {
+  typealias T = TestSignals
+
+  @Test(
+    "The WebRTC units declare their latency (two frames and WebRTC's own delay), and speech arrives then",
+    arguments: ["webrtc-denoise", "webrtc-aec", "webrtc-leveler"])
+  func latency(_ type: String) throws {
+    guard let speech = Speech.samples else { return }
+    let chain = T.chain(type)
+    #expect(chain.latencyFrames > 960, "\(type)")
+    let y = T.processMono(chain, speech + [Float](repeating: 0, count: 4000))
+    // The lag at which the output correlates best with the input.
+    var best = (lag: 0, sum: -Double.infinity)
+    for lag in 0..<2000 {
+      var sum = 0.0
+      for i in stride(from: 0, to: speech.count - 2000, by: 3) {
+        sum += Double(speech[i]) * Double(y[i + lag])
+      }
+      if sum > best.sum { best = (lag, sum) }
+    }
+    T.measured("\(type): declares \(chain.latencyFrames) frames; speech correlates best at \(best.lag)")
+    #expect(
+      abs(best.lag - chain.latencyFrames) <= 2, "\(type): declared \(chain.latencyFrames), found \(best.lag)")
+  }
+
+  @Test("webrtc-denoise improves the SNR of speech in white noise")
+  func denoiseImprovesSNR() throws {
+    guard let speech = Speech.samples else { return }
+    let lead = 48_000
+    let clean = [Float](repeating: 0, count: lead) + speech
+    let cleanRMS = (Speech.energy(speech) / Double(speech.count)).squareRoot()
+    let noise = T.noise(
+      frames: clean.count, amplitude: Float(cleanRMS / pow(10, 5.0 / 20) * 3.0.squareRoot()), seed: 42)
+    let noisy = zip(clean, noise).map { $0 + $1 }
+    let chain = T.chain("webrtc-denoise")
+    let latency = chain.latencyFrames
+    let y = T.processMono(chain, noisy + [Float](repeating: 0, count: latency))
+    let range = lead..<clean.count
+    let before = Speech.siSNR(noisy[range], reference: clean[range])
+    let after = Speech.siSNR(
+      y[(range.lowerBound + latency)..<(range.upperBound + latency)], reference: clean[range])
+    T.measured(
+      "webrtc-denoise: SI-SNR " + String(format: "%.1f → %.1f dB (%+.1f)", before, after, after - before))
+    #expect(after - before >= 2, "SNR improvement \(after - before) dB")
+  }
+
+  @Test("webrtc-aec cancels a simulated echo path (ERLE after convergence)")
+  func aecERLE() {
+    let frames = 6 * 48_000
+    let block = 256
+    let far = T.noise(frames: frames, amplitude: Float(0.1 * 3.0.squareRoot()), seed: 7)
+    let echo = SpeexUnitTests.room(far, delay: 600)
+    var harness = UnitHarness<WebRTCEchoCanceller>()
+    var output = [Float]()
+    var offset = 0
+    while offset < frames {
+      let n = min(block, frames - offset)
+      var l = Array(echo[offset..<(offset + n)])
+      var r = l
+      harness.process(left: &l, right: &r)
+      output += l
+      var fl = Array(far[offset..<(offset + n)])
+      var fr = fl
+      fl.withUnsafeMutableBufferPointer { lp in
+        fr.withUnsafeMutableBufferPointer { rp in
+          guard let lp = lp.baseAddress, let rp = rp.baseAddress else { return }
+          harness.unit.receiveReference(StereoBlock(left: lp, right: rp, frames: n))
+        }
+      }
+      offset += n
+    }
+    let latency = harness.unit.latencyFrames
+    let window = (frames - 2 * 48_000)..<(frames - latency)
+    let erle =
+      10
+      * log10(
+        Speech.energy(echo[window])
+          / max(Speech.energy(output[(window.lowerBound + latency)..<(window.upperBound + latency)]), 1e-20))
+    T.measured("webrtc-aec: ERLE " + String(format: "%.1f dB over the last 2 s", erle))
+    #expect(erle >= 15, "ERLE \(erle) dB")
+  }
+
+  @Test("webrtc-leveler raises quiet speech towards its target")
+  func levelerRaisesQuietSpeech() throws {
+    guard let speech = Speech.samples else { return }
+    let quiet = speech.map { $0 * 0.05 } + speech.map { $0 * 0.05 }
+    let chain = T.chain("webrtc-leveler")
+    let y = T.processMono(chain, quiet)
+    let half = quiet.count / 2
+    let gain = 10 * log10(Speech.energy(y[half...]) / max(Speech.energy(quiet[half...]), 1e-20))
+    T.measured("webrtc-leveler: quiet speech (-26 dB) raised by " + String(format: "%.1f dB", gain))
+    #expect(gain > 3, "gain \(gain) dB")
+  }
+
+  @Test("A sung note through webrtc-denoise (measured beside the built-in unit's)")
+  func sungNote() {
+    let drop = HeldNoteTests.drop(HeldNoteTests.sungNote, through: T.chain("webrtc-denoise"))
+    T.measured("webrtc-denoise, sung note: " + String(format: "%.1f dB lost", drop))
+    #expect(drop.isFinite)
+  }
+}
