@@ -15,14 +15,22 @@ import Testing
     let chain = T.chain(type)
     #expect(chain.latencyFrames > 960, "\(type)")
     let y = T.processMono(chain, speech + [Float](repeating: 0, count: 4000))
-    // The lag at which the output correlates best with the input.
+    // The lag at which the output correlates best with the input, within 200 frames of the
+    // declared one (every eighth sample: cheap enough for the sanitizer runs).
     var best = (lag: 0, sum: -Double.infinity)
-    for lag in 0..<2000 {
-      var sum = 0.0
-      for i in stride(from: 0, to: speech.count - 2000, by: 3) {
-        sum += Double(speech[i]) * Double(y[i + lag])
+    let declared = chain.latencyFrames
+    y.withUnsafeBufferPointer { out in
+      speech.withUnsafeBufferPointer { input in
+        for lag in max(declared - 200, 0)..<(declared + 200) {
+          // A plain loop: in a debug build under TSan, generic `stride` iteration took locks.
+          var (sum, i) = (0.0, 0)
+          while i < input.count - 2000 {
+            sum += Double(input[i]) * Double(out[i + lag])
+            i += 8
+          }
+          if sum > best.sum { best = (lag, sum) }
+        }
       }
-      if sum > best.sum { best = (lag, sum) }
     }
     T.measured("\(type): declares \(chain.latencyFrames) frames; speech correlates best at \(best.lag)")
     #expect(
