@@ -65,28 +65,7 @@ import Testing
   @Test("aec cancels a simulated echo path (ERLE after convergence)")
   func aecERLE() {
     let frames = 6 * 48_000
-    let block = 256
-    let far = T.noise(frames: frames, amplitude: Float(0.1 * 3.0.squareRoot()), seed: 7)
-    let echo = Self.room(far, delay: 600)
-    var harness = UnitHarness<EchoCanceller>()
-    var output = [Float]()
-    var offset = 0
-    while offset < frames {
-      let n = min(block, frames - offset)
-      var l = Array(echo[offset..<(offset + n)])
-      var r = l
-      harness.process(left: &l, right: &r)
-      output += l
-      var fl = Array(far[offset..<(offset + n)])
-      var fr = fl
-      fl.withUnsafeMutableBufferPointer { lp in
-        fr.withUnsafeMutableBufferPointer { rp in
-          harness.unit.receiveReference(StereoBlock(left: lp.baseAddress!, right: rp.baseAddress!, frames: n))
-        }
-      }
-      offset += n
-    }
-    let latency = harness.unit.latencyFrames
+    let (echo, output, latency) = Self.singleTalk(EchoCanceller.self, frames: frames)
     let window = (frames - 2 * 48_000)..<(frames - latency)
     let erle =
       10
@@ -101,6 +80,37 @@ import Testing
       "aec: ERLE \(String(format: "%.1f", erle)) dB over the last 2 s (\(String(format: "%.1f", first)) dB in the second second)"
     )
     #expect(erle >= 15, "ERLE \(erle) dB")
+  }
+
+  /// Single talk through a `U` (an echo canceller): the far end handed over as the reference
+  /// after each 256-frame block, its echo through `room` at the microphone; the echo, the unit's
+  /// output and its latency.
+  static func singleTalk<U: VoiceUnit>(_ type: U.Type, frames: Int) -> (
+    echo: [Float], output: [Float], latency: Int
+  ) {
+    let block = 256
+    let far = T.noise(frames: frames, amplitude: Float(0.1 * 3.0.squareRoot()), seed: 7)
+    let echo = room(far, delay: 600)
+    var harness = UnitHarness<U>()
+    var output = [Float]()
+    var offset = 0
+    while offset < frames {
+      let n = min(block, frames - offset)
+      var l = Array(echo[offset..<(offset + n)])
+      var r = l
+      harness.process(left: &l, right: &r)
+      output += l
+      var fl = Array(far[offset..<(offset + n)])
+      var fr = fl
+      fl.withUnsafeMutableBufferPointer { lp in
+        fr.withUnsafeMutableBufferPointer { rp in
+          guard let lp = lp.baseAddress, let rp = rp.baseAddress else { return }
+          harness.unit.receiveReference(StereoBlock(left: lp, right: rp, frames: n))
+        }
+      }
+      offset += n
+    }
+    return (echo, output, harness.unit.latencyFrames)
   }
 
   /// The room: `x` delayed by `delay`, at −6 dB, through a decaying 5 ms FIR (fixed taps).

@@ -61,29 +61,7 @@ import Testing
   @Test("webrtc-aec cancels a simulated echo path (ERLE after convergence)")
   func aecERLE() {
     let frames = 6 * 48_000
-    let block = 256
-    let far = T.noise(frames: frames, amplitude: Float(0.1 * 3.0.squareRoot()), seed: 7)
-    let echo = SpeexUnitTests.room(far, delay: 600)
-    var harness = UnitHarness<WebRTCEchoCanceller>()
-    var output = [Float]()
-    var offset = 0
-    while offset < frames {
-      let n = min(block, frames - offset)
-      var l = Array(echo[offset..<(offset + n)])
-      var r = l
-      harness.process(left: &l, right: &r)
-      output += l
-      var fl = Array(far[offset..<(offset + n)])
-      var fr = fl
-      fl.withUnsafeMutableBufferPointer { lp in
-        fr.withUnsafeMutableBufferPointer { rp in
-          guard let lp = lp.baseAddress, let rp = rp.baseAddress else { return }
-          harness.unit.receiveReference(StereoBlock(left: lp, right: rp, frames: n))
-        }
-      }
-      offset += n
-    }
-    let latency = harness.unit.latencyFrames
+    let (echo, output, latency) = SpeexUnitTests.singleTalk(WebRTCEchoCanceller.self, frames: frames)
     let window = (frames - 2 * 48_000)..<(frames - latency)
     let erle =
       10
