@@ -97,12 +97,12 @@ final class WebRTCProcessor {
 }
 
 /// WebRTC's noise suppression (the `webrtc` engine of `denoise`): a speech/noise classifier on
-/// spectral features, stronger on non-stationary noise than speexdsp's. Mono; latency 20 ms
-/// (the frame and the helper's time), declared.
+/// spectral features, stronger on non-stationary noise than speexdsp's. Mono; latency 27 ms
+/// at 48 kHz (two 10 ms frames and WebRTC's own 7 ms), declared.
 public struct WebRTCDenoise: VoiceUnit {
   public static let typeName = "webrtc-denoise"
   public static let summary =
-    "Noise suppression with WebRTC's audio processing (the library of PulseAudio's and PipeWire's echo cancellers); mono, adds 20 ms of latency."
+    "Noise suppression with WebRTC's audio processing (the library of PulseAudio's and PipeWire's echo cancellers); mono, adds 27 ms of latency at 48 kHz."
   public static let parameters = [
     ParameterSpec(
       "suppression_db", unit: "dB", range: 0...60, default: 25,
@@ -143,11 +143,11 @@ public struct WebRTCDenoise: VoiceUnit {
 
 /// WebRTC's acoustic echo canceller (the `webrtc` engine of `aec`, with the extended filter and
 /// delay-agnostic mode, as PulseAudio's and PipeWire's echo-cancel use it). The reference is what
-/// the chain hands to `receiveReference`. Mono; latency 20 ms, declared.
+/// the chain hands to `receiveReference`. Mono; latency 28 ms at 48 kHz, declared.
 public struct WebRTCEchoCanceller: VoiceUnit {
   public static let typeName = "webrtc-aec"
   public static let summary =
-    "Echo cancellation with WebRTC's audio processing (extended filter, delay-agnostic); mono, adds 20 ms of latency."
+    "Echo cancellation with WebRTC's audio processing (extended filter, delay-agnostic); mono, adds 28 ms of latency at 48 kHz."
   public static let parameters = [
     ParameterSpec(
       "residual_db", unit: "dB", range: 0...60, default: 0,
@@ -187,11 +187,11 @@ public struct WebRTCEchoCanceller: VoiceUnit {
 }
 
 /// WebRTC's adaptive digital gain control with its limiter (the `webrtc` engine of `leveler`).
-/// Mono; latency 20 ms, declared.
+/// Mono; latency 21 ms at 48 kHz, declared.
 public struct WebRTCLeveler: VoiceUnit {
   public static let typeName = "webrtc-leveler"
   public static let summary =
-    "Automatic gain control with WebRTC's audio processing (adaptive digital, with its limiter); mono, adds 20 ms of latency."
+    "Automatic gain control with WebRTC's audio processing (adaptive digital, with its limiter); mono, adds 21 ms of latency at 48 kHz."
   public static let parameters = [
     ParameterSpec(
       "target_db", unit: "dBFS", range: -31...0, default: -20,
