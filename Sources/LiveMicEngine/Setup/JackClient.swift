@@ -67,7 +67,6 @@ public final class JackClient: @unchecked Sendable {
     events.bufferFrames.store(UInt32(bufferFrames), ordering: .relaxed)
     // PipeWire's libjack says "3.0.0.0 (using PipeWire 0.3.65)".
     onPipeWire = jack_get_version_string().map { String(cString: $0).contains("PipeWire") } ?? false
-    _ = pipeWireSocket  // the daemon's socket as it is now, for `serverAnswers`
   }
 
   deinit { close() }
@@ -325,60 +324,42 @@ public final class JackClient: @unchecked Sendable {
     guard !active else { return }
     guard jack_activate(handle) == 0 else { throw .activation }
     active = true
+    daemonConnection = nil
   }
 
   /// Whether a deactivated client's server is still the one it opened. PipeWire's libjack
   /// (0.3.65) tells a deactivated client nothing when its daemon goes away (no shutdown
   /// callback), and no libjack call is a side-effect-free round trip there (a port alias, tried
-  /// first, works once: PipeWire never removes it again). So the supervisor looks at the
-  /// daemon's socket (`PIPEWIRE_RUNTIME_DIR` or `XDG_RUNTIME_DIR`, named after the server, or
-  /// `PIPEWIRE_REMOTE`, or `pipewire-0`): gone, replaced (another inode: a new daemon made it),
-  /// or refusing connections means the daemon this client talks to is gone. jackd reports the
-  /// loss to deactivated clients, so there (and while active, or when the socket cannot be
-  /// found at open) this is always true. Thread: the supervisor.
+  /// first, works once: PipeWire never removes it again). So on deactivation the client
+  /// connects to the daemon's socket itself (`PIPEWIRE_RUNTIME_DIR` or `XDG_RUNTIME_DIR`, named
+  /// after the server, or `PIPEWIRE_REMOTE`, or `pipewire-0`) and holds the connection: hung up
+  /// means the daemon this client talks to is gone, even when a new one already listens at the
+  /// same path. jackd reports the loss to deactivated clients, so there (and while active, or
+  /// when no socket path is known) this is always true. Thread: the supervisor.
   public func serverAnswers() -> Bool {
-    guard onPipeWire, !active, let (path, identity) = pipeWireSocket else { return true }
-    guard let now = Self.socketIdentity(path), now == identity else { return false }
-    var address = sockaddr_un()
-    address.sun_family = sa_family_t(AF_UNIX)
-    withUnsafeMutableBytes(of: &address.sun_path) { raw in
-      for (i, byte) in path.utf8.enumerated() { raw[i] = byte }
-    }
-    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-    guard fd >= 0 else { return true }
-    defer { Glibc.close(fd) }
-    let connected = withUnsafePointer(to: &address) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-        Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-      }
-    }
-    return connected == 0 || errno != ECONNREFUSED
+    guard onPipeWire, !active, let daemonConnection else { return true }
+    return daemonConnection.answers()
   }
 
-  /// The PipeWire daemon's socket path and its (device, inode) when the client opened.
-  private lazy var pipeWireSocket: (String, [UInt64])? = {
+  /// The PipeWire daemon's socket path.
+  private lazy var pipeWireSocketPath: String? = {
     guard onPipeWire else { return nil }
     let variable = { (name: String) in getenv(name).map { String(cString: $0) } }
     guard let folder = variable("PIPEWIRE_RUNTIME_DIR") ?? variable("XDG_RUNTIME_DIR") else { return nil }
     let remote =
       serverName.flatMap { $0.isEmpty || $0 == "default" ? nil : $0 } ?? variable("PIPEWIRE_REMOTE")
       ?? "pipewire-0"
-    let path = remote.hasPrefix("/") ? remote : folder + "/" + remote
-    guard path.utf8.count < 108, let identity = Self.socketIdentity(path) else { return nil }
-    return (path, identity)
+    return remote.hasPrefix("/") ? remote : folder + "/" + remote
   }()
-
-  private static func socketIdentity(_ path: String) -> [UInt64]? {
-    var info = stat()
-    guard stat(path, &info) == 0 else { return nil }
-    return [UInt64(info.st_dev), UInt64(info.st_ino)]
-  }
+  /// Held while deactivated on PipeWire, for `serverAnswers`.
+  private var daemonConnection: DaemonConnection?
 
   /// Deactivates (the process callback stops being called).
   public func deactivate() {
     if active {
       jack_deactivate(handle)
       active = false
+      if !closed { daemonConnection = pipeWireSocketPath.map(DaemonConnection.init(path:)) }
     }
   }
 
