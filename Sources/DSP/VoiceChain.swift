@@ -154,23 +154,34 @@ public final class VoiceChain: @unchecked Sendable {
     return v
   }
 
-  /// Prepares every stage for `sampleRate` and runs one block of silence (of `warmFrames`, the
-  /// host's period, so plugins promised fixed blocks get one) through the chain so that
-  /// first-run costs (type metadata caches) are paid here, not on the audio thread.
-  /// Not real-time.
+  /// How long a chain with LV2 plugins is warmed before it is heard. Plugins smooth their own
+  /// controls from internal start values (x42 fil4 takes about 300 ms to reach its high-pass
+  /// settings: a 440 Hz tone came out 5 dB low at first), so a chain swapped in after one block
+  /// dipped; after this long they have settled.
+  public static let pluginWarmSeconds = 0.5
+
+  /// Prepares every stage for `sampleRate` and runs silence through the chain so that first-run
+  /// costs (type metadata caches) are paid here, not on the audio thread: one block of built-in
+  /// units, or, with plugins, `pluginWarmSeconds` in blocks of `warmFrames` (the host's period,
+  /// so plugins promised fixed blocks get them). Not real-time.
   public func prepare(sampleRate: Double, warmFrames: Int = subBlockFrames * 4) {
     self.sampleRate = sampleRate
     for stage in stages { stage.prepare(sampleRate: sampleRate, maxFrames: Self.subBlockFrames) }
     // Built-in units are warmed with the same block whatever the host's period (so a render's
-    // output does not depend on --frames); plugins get a block of the host's period, as
-    // promised to those that require fixed block lengths.
-    let hasPlugins = stages.contains { !($0 is UnitStageBase) }
+    // output does not depend on --frames). Before this looked for plugins by type, and every
+    // stage matched: plugins got one block of 128 frames, even those promised fixed blocks.
+    // A plugin stage derives from `UnitStageBase` too: it is the one that takes whole blocks.
+    let hasPlugins = stages.contains { ($0 as? UnitStageBase)?.takesWholeBlock ?? false }
     let frames = hasPlugins ? max(warmFrames, 1) : Self.subBlockFrames * 4
+    let blocks =
+      hasPlugins ? max(1, Int((Self.pluginWarmSeconds * sampleRate / Double(frames)).rounded(.up))) : 1
     let left = UnsafeMutablePointer<Float>.allocate(capacity: frames)
     let right = UnsafeMutablePointer<Float>.allocate(capacity: frames)
-    left.initialize(repeating: 0, count: frames)
-    right.initialize(repeating: 0, count: frames)
-    process(left: left, right: right, frames: frames)
+    for _ in 0..<blocks {
+      left.initialize(repeating: 0, count: frames)
+      right.initialize(repeating: 0, count: frames)
+      process(left: left, right: right, frames: frames)
+    }
     for stage in stages { stage.reset() }
     for i in 0..<(stages.count * 3) { timing[i].store(0, ordering: .relaxed) }  // warm-up is not measured
     left.deallocate()

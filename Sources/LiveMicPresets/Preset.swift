@@ -58,6 +58,9 @@ public struct Preset: Sendable, Equatable {
   public var resolutions: [ModeResolution] = []
   /// `"plugins": false`: no entry's mode runs an LV2 alternative (its built-in unit runs).
   public var pluginsOff = false
+  /// Why LV2 alternatives were off when the modes were resolved (`--no-plugins`, or the
+  /// preset's `"plugins": false`); nil when they were on.
+  public internal(set) var pluginsOffReason: String?
 
   public init(
     name: String, description: String, volume: Float?, chain: [ChainEntry], path: String? = nil

@@ -4,12 +4,13 @@ import LV2Host
 
 /// Writes the running chain as a preset: every stage in order with every parameter's current
 /// value, bypass states, the output volume and route, and each plugin's own state (as
-/// `NAME.state/ID/state.ttl` beside the preset). Never real-time.
+/// `NAME.state/ID/state.ttl` beside the preset), and the processing mode a built-in unit runs
+/// for when it is not its unit's default (`modes`). Never real-time.
 public enum PresetWriter {
   /// Saves to `nameOrPath` (a name goes into the user's preset folder) and returns the path.
   public static func save(
     _ nameOrPath: String, entries: [ChainEntry], chain: VoiceChain, plugins: [PluginStage], route: [String],
-    inputRoute: [String] = [], midi: [MidiMapping] = []
+    inputRoute: [String] = [], midi: [MidiMapping] = [], modes: [ModeResolution] = []
   ) throws(PresetWriteError) -> String {
     let path: String
     if nameOrPath.contains("/") || nameOrPath.hasSuffix(".json") {
@@ -35,9 +36,18 @@ public enum PresetWriter {
         }
         var params: [String: Double] = [:]
         for spec in unit.parameters { params[spec.name] = value("\(d.id).\(spec.name)") }
-        stages.append([
+        var object: [String: Any] = [
           "unit": d.type, "id": d.id, "bypass": (value("\(d.id).bypass") ?? 0) >= 0.5, "params": params,
-        ])
+        ]
+        // A built-in unit that runs for a mode keeps asking for it (a WebRTC unit is its own type).
+        if let mode = modes.first(where: { $0.id == d.id && $0.unit == d.type }) {
+          if mode.requested != ProcessingModes.defaultMode(for: d.type) {
+            object["mode"] = mode.requested.rawValue
+          }
+          if let list = mode.request.plugins { object["plugins"] = list }
+          if !mode.request.pluginParams.isEmpty { object["plugin_params"] = mode.request.pluginParams }
+        }
+        stages.append(object)
       case .plugin(let d):
         guard let stage = plugins.first(where: { $0.id == d.id }) else { continue }  // left out
         var params: [String: Double] = [:]

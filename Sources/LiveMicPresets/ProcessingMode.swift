@@ -56,13 +56,24 @@ public struct ModeResolution: Sendable, Equatable {
   public let reason: String
   /// Built-in parameter name → plugin port symbol, when a plugin runs.
   public let parameterMap: [String: String]
+  /// The entry as the preset wrote it, and what it asked for: what `ctl mode` resolves again.
+  public let stage: StageDescription
+  public let request: ModeRequest
+
+  init(
+    _ stage: StageDescription, request: ModeRequest, effective: String, reason: String,
+    parameterMap: [String: String] = [:]
+  ) {
+    (id, unit, requested) = (stage.id, stage.type, request.mode)
+    (self.effective, self.reason, self.parameterMap) = (effective, reason, parameterMap)
+    (self.stage, self.request) = (stage, request)
+  }
 
   /// The same stage run by its built-in unit after its plugin could not be made (`automatic`).
   public func fellBack(because reason: String) -> ModeResolution {
     ModeResolution(
-      id: id, unit: unit, requested: requested, effective: "builtin",
-      reason: "mode 'automatic': \(effective) could not be made (\(reason)), so the built-in unit runs",
-      parameterMap: [:])
+      stage, request: request, effective: "builtin",
+      reason: "mode 'automatic': \(effective) could not be made (\(reason)), so the built-in unit runs")
   }
 
   /// The status fields of the stage (`livemic ctl status`).
@@ -76,6 +87,7 @@ public enum ModeError: CodedError, Equatable {
   case noPluginInstalled(id: String, tried: [String])
   case modesNotSupported(unit: String)
   case noWebRTC(unit: String)
+  case noStage(id: String)
 
   public var description: String {
     switch self {
@@ -91,6 +103,8 @@ public enum ModeError: CodedError, Equatable {
       return "unit '\(unit)' has no WebRTC engine (only "
         + ProcessingModes.webrtcUnits.keys.sorted().joined(separator: ", ")
         + " do)"
+    case .noStage(let id):
+      return "the running chain has no stage '\(id)' ('livemic ctl status' lists its stages)"
     }
   }
 
@@ -99,6 +113,7 @@ public enum ModeError: CodedError, Equatable {
     case .noPluginInstalled: return "mode.no-plugin-installed"
     case .modesNotSupported: return "mode.not-supported"
     case .noWebRTC: return "mode.no-webrtc"
+    case .noStage: return "mode.no-stage"
     }
   }
 }
@@ -107,6 +122,15 @@ public enum ModeError: CodedError, Equatable {
 public enum ProcessingModes {
   /// The units that have a mode.
   public static let units = ["denoise", "leveler", "aec", "highpass"]
+
+  /// The mode of an entry that names none. The voice units (`denoise`, `leveler`, `aec`) are
+  /// `automatic`: a usable plugin of their list runs, else the built-in unit (Debian packages
+  /// none of their plugins, so there the built-in units run as before). `highpass` stays
+  /// `builtin`: Debian's x42-plugins brings fil4, whose 2nd-order high-pass has no `slope_db`,
+  /// and `automatic` would swap the filter and its parameter names on every machine with it.
+  public static func defaultMode(for unit: String) -> ProcessingMode {
+    unit == "highpass" ? .builtin : .automatic
+  }
 
   /// The preference list used when an entry gives none. Debian 12 packages a high-pass (x42's
   /// fil4, in x42-plugins) and a loudness leveler (LSP Autogain, in lsp-plugins-lv2), but no
@@ -155,9 +179,7 @@ public enum ProcessingModes {
     if !unused.isEmpty {
       reason += "; \(unused.joined(separator: ", ")) has no counterpart there and is not used"
     }
-    let resolution = ModeResolution(
-      id: stage.id, unit: stage.type, requested: .webrtc, effective: "webrtc", reason: reason,
-      parameterMap: [:])
+    let resolution = ModeResolution(stage, request: request, effective: "webrtc", reason: reason)
     return (.unit(converted), resolution)
   }
 
@@ -178,9 +200,7 @@ public enum ProcessingModes {
     let builtin = { (reason: String) in
       (
         ChainEntry.unit(stage),
-        ModeResolution(
-          id: stage.id, unit: stage.type, requested: request.mode, effective: "builtin", reason: reason,
-          parameterMap: [:])
+        ModeResolution(stage, request: request, effective: "builtin", reason: reason)
       )
     }
     if request.mode == .builtin { return builtin("mode 'builtin' runs the built-in unit") }
@@ -216,8 +236,7 @@ public enum ProcessingModes {
           reason += "; \(unmapped.joined(separator: ", ")) has no counterpart in the plugin and is not used"
         }
         let resolution = ModeResolution(
-          id: stage.id, unit: stage.type, requested: request.mode, effective: uri, reason: reason,
-          parameterMap: mapping.parameters)
+          stage, request: request, effective: uri, reason: reason, parameterMap: mapping.parameters)
         return (.plugin(plugin), resolution)
       }
     }
@@ -245,7 +264,7 @@ extension Preset {
     var lookup = availability
     for (i, entry) in chain.enumerated() {
       guard let stage = entry.unit, ProcessingModes.units.contains(stage.type) else { continue }
-      let request = modes[stage.id] ?? ModeRequest()
+      let request = modes[stage.id] ?? ModeRequest(mode: ProcessingModes.defaultMode(for: stage.type))
       if request.mode != .builtin && request.mode != .webrtc && pluginsOff == nil && lookup == nil {
         lookup = ProcessingModes.availability(in: ChainBuilder.world)
       }
@@ -259,6 +278,7 @@ extension Preset {
       }
     }
     self.resolutions = resolutions
+    pluginsOffReason = pluginsOff
   }
 
   /// The resolution of stage `id`, if it has a mode.
@@ -271,7 +291,7 @@ extension Preset {
     guard object["mode"] != nil || object["plugins"] != nil || object["plugin_params"] != nil else {
       return nil
     }
-    var request = ModeRequest()
+    var request = ModeRequest(mode: ProcessingModes.defaultMode(for: type))
     if let m = object["mode"] {
       guard let text = m.string, let mode = ProcessingMode(rawValue: text) else {
         throw .invalid(

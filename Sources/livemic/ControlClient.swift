@@ -12,7 +12,7 @@ public enum ControlClient {
   /// Builds the request for `ctl` arguments (`set eq.bass_db 3`, `route override a,b`, …).
   public static func request(_ words: [String]) throws(ControlClientError) -> [String: Any] {
     guard let command = words.first else {
-      throw .usage("ctl needs a command (status, get, set, preset, mute, unmute, route, connections)")
+      throw .usage("ctl needs a command (status, get, set, preset, mode, mute, unmute, route, connections)")
     }
     let rest = Array(words.dropFirst())
     switch (command, rest.count) {
@@ -32,6 +32,8 @@ public enum ControlClient {
       }
     case ("preset", 2) where rest[0] == "load" || rest[0] == "save":
       return ["cmd": "preset", "action": rest[0], "name": rest[1]]
+    case ("mode", 0): return ["cmd": "mode"]
+    case ("mode", 2): return ["cmd": "mode", "id": rest[0], "mode": rest[1]]
     case ("mute", 0): return ["cmd": "mute"]
     case ("mute", 2) where rest[0] == "--mode": return ["cmd": "mute", "mode": rest[1]]
     case ("record", _): return try recordRequest(rest)

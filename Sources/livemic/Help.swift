@@ -206,6 +206,12 @@ let ctlHelp = """
     set KEY VALUE              set a parameter (smoothed); e.g. set eq.bass_db 3
     preset load NAME|PATH      build the preset's chain and crossfade to it
     preset save NAME|PATH      write the running chain, values and plugin state as a preset
+    mode                       each denoise, leveler, aec and highpass stage's mode, what runs
+                               and why
+    mode STAGE builtin|plugin|automatic|webrtc
+                               switch one stage's implementation (built off the audio thread,
+                               crossfaded in; the rest of the chain keeps its values) until
+                               the preset is loaded again
     mute [--mode ramp|input|suspend]
                                ramp: fade to silence in 50 ms (processing and connections
                                stay); input: mute the microphone before the chain (the music
@@ -243,6 +249,7 @@ let ctlHelp = """
     livemic ctl set output.volume 0.5
     livemic ctl -n stage preset load karaoke
     livemic ctl mute --mode input
+    livemic ctl mode denoise webrtc
     livemic ctl --json status | jq .xruns
     livemic ctl events
     livemic ctl record start --tap input --format flac ~/takes/

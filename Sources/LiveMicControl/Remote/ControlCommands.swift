@@ -15,6 +15,7 @@ extension LiveSession {
       case .get: result = try get(request)
       case .set: result = try set(request)
       case .preset: result = try preset(request, client, state)
+      case .mode: result = try modeCommand(request, client, state)
       case .mute: result = mute(try Self.muteMode(request), client, state)
       case .unmute: result = unmute(client, state)
       case .route: result = try routeCommand(request, client, state)
@@ -172,7 +173,8 @@ extension LiveSession {
       do {
         path = try PresetWriter.save(
           name, entries: running.entries, chain: running.chain, plugins: running.plugins,
-          route: route?.patterns ?? [], inputRoute: inputRoute?.patterns ?? [], midi: running.midiMappings)
+          route: route?.patterns ?? [], inputRoute: inputRoute?.patterns ?? [], midi: running.midiMappings,
+          modes: running.modes)
       } catch { throw ControlError(error) }
       Log.info("preset saved to '\(path)'")
       return ["path": path]

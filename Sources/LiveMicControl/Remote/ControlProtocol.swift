@@ -14,7 +14,8 @@ import Foundation
 public enum ControlProtocol {
   /// The commands a LiveMic answers.
   public enum Command: String, CaseIterable, Sendable {
-    case status, get, set, preset, mute, unmute, route, connections, meters, learn, record, loudness, stream
+    case status, get, set, preset, mode, mute, unmute, route, connections, meters, learn, record, loudness,
+      stream
     case subscribe, unsubscribe
   }
 

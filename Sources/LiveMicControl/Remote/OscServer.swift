@@ -14,7 +14,7 @@ import Synchronization
 /// back to the sender as `/livemic/reply s` (the JSON response line). Undecodable datagrams and
 /// unknown paths are ignored (answered with an error reply where the message decoded).
 ///
-/// Paths: `/livemic/set s f`, `/livemic/UNIT/PARAM f` (the key `UNIT.PARAM`), `/livemic/preset s`,
+/// Paths: `/livemic/set s f`, `/livemic/UNIT/PARAM f` (the key `UNIT.PARAM`), `/livemic/preset s`, `/livemic/mode ss`,
 /// `/livemic/mute [s]`, `/livemic/unmute`, `/livemic/status`, and `/livemic/subscribe [s]` /
 /// `/livemic/unsubscribe [s]` (topic `meters` or `events`; both when absent): subscribers
 /// (at most 8, the oldest dropped) get `/livemic/meters f×9` about 20 times a second and
@@ -100,6 +100,9 @@ final class OscServer: @unchecked Sendable {
     case ("preset", 2):
       guard let name = arg(0)?.string else { return [:] }
       return ["cmd": .string("preset"), "action": .string("load"), "name": .string(name)]
+    case ("mode", 2):
+      guard let id = arg(0)?.string, let mode = arg(1)?.string else { return [:] }
+      return ["cmd": .string("mode"), "id": .string(id), "mode": .string(mode)]
     case ("mute", 2):
       return ["cmd": .string("mute"), "mode": arg(0) ?? .string("ramp")]
     case ("unmute", 2), ("status", 2):

@@ -93,7 +93,7 @@ extension LiveSession {
       path = try PresetWriter.save(
         Self.sessionPresetPath(open.path), entries: running.entries, chain: running.chain,
         plugins: running.plugins, route: route?.patterns ?? [], inputRoute: inputRoute?.patterns ?? [],
-        midi: running.midiMappings)
+        midi: running.midiMappings, modes: running.modes)
     } catch { throw ControlError(error) }
     // The book holds every port group's connections (in, out, music, monitor, midi_in), also
     // those waiting for their ports and, while suspended, those JACK dropped.

@@ -22,6 +22,8 @@ final class RunningChain {
   private(set) var modes: [ModeResolution]
   /// The MIDI mappings in force: the preset's, the command line's, then the learned ones.
   private(set) var midiMappings: [MidiMapping]
+  /// Why LV2 alternatives are off for `ctl mode` (`--no-plugins`, `"plugins": false`), or nil.
+  private(set) var pluginsOff: String?
   /// True while a reloaded chain's swap is under way (the supervisor then wakes every 10 ms).
   var swapUnderway = false
 
@@ -35,6 +37,7 @@ final class RunningChain {
     presetName = preset.name
     modes = Self.modes(preset.resolutions, fellBack: built.fellBack)
     midiMappings = preset.midi + midi
+    pluginsOff = preset.pluginsOffReason
   }
 
   /// The resolutions, with the `automatic` stages whose plugin could not be made marked as
@@ -53,19 +56,51 @@ final class RunningChain {
     presetName = preset.name
     modes = Self.modes(preset.resolutions, fellBack: built.fellBack)
     midiMappings = preset.midi + midi
+    pluginsOff = preset.pluginsOffReason
   }
 
   /// Builds the same entries again for a new sample rate, keeping every settable parameter's
   /// value; returns the plugin stages left out. On an error the running chain is kept.
   func reprepare(settings: HostSettings) throws(BuildError) -> [(id: String, message: String)] {
     let built = try ChainBuilder.build(entries, settings: settings)
-    for p in chain.parameters where p.spec.kind != .output {
-      built.chain.set(p.key, chain.targets.value(p.index))
-    }
+    carryValues(to: built.chain)
     chain = built.chain
     plugins = built.plugins
     modes = Self.modes(modes, fellBack: built.fellBack)
     return built.skipped
+  }
+
+  /// Sets every settable parameter of `next` that the running chain has too (same key) to its
+  /// running value.
+  func carryValues(to next: VoiceChain) {
+    for p in chain.parameters where p.spec.kind != .output {
+      next.set(p.key, chain.targets.value(p.index))
+    }
+  }
+
+  /// The entries with stage `id` resolved again in `mode` (`ctl mode`), from the entry as the
+  /// preset wrote it, and how it was resolved. Nothing changes until `adoptMode`.
+  func entries(
+    switching id: String, to mode: ProcessingMode, availability: (String) -> PluginAvailability
+  ) throws(ModeError) -> ([ChainEntry], ModeResolution) {
+    guard let index = entries.firstIndex(where: { $0.id == id }) else { throw .noStage(id: id) }
+    guard let resolution = modes.first(where: { $0.id == id }) else {
+      throw .modesNotSupported(unit: entries[index].unit?.type ?? entries[index].plugin?.uri ?? id)
+    }
+    var request = resolution.request
+    request.mode = mode
+    let (entry, next) = try ProcessingModes.resolve(
+      resolution.stage, request: request, availability: availability, pluginsOff: pluginsOff)
+    var switched = entries
+    switched[index] = entry
+    return (switched, next)
+  }
+
+  /// Takes the chain built from `entries(switching:to:availability:)` (the swap is the caller's).
+  func adoptMode(_ built: BuiltChain, entries: [ChainEntry], resolution: ModeResolution) {
+    (chain, self.entries, plugins) = (built.chain, entries, built.plugins)
+    let replaced = modes.map { $0.id == resolution.id ? resolution : $0 }
+    modes = Self.modes(replaced, fellBack: built.fellBack)
   }
 
   /// True (once per change) when `--watch` should reload: the preset file's modification date

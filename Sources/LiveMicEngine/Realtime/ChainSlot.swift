@@ -5,6 +5,15 @@ import Synchronization
   import Glibc
 #endif
 
+/// How the old and the new chain are mixed during a swap.
+public enum FadeCurve: Sendable {
+  /// cos/sin gains: constant power for outputs that differ (another preset, another latency).
+  case equalPower
+  /// 1 − t and t: constant level for outputs that are the same signal, aligned (one stage's
+  /// implementation switched at the same latency); equal power would swell them by 3 dB.
+  case linear
+}
+
 /// Holds the chain the audio thread runs. A new chain is handed over with one atomic exchange
 /// (and crossfaded in); the old one comes back to be released off the audio thread.
 ///
@@ -21,7 +30,8 @@ import Synchronization
 /// side (calls are serialized by a lock the audio thread never touches).
 public final class ChainSlot: @unchecked Sendable {
   private let pointer = Atomic<UInt>(0)
-  /// A retained chain waiting to be crossfaded in (control → audio).
+  /// A retained chain waiting to be crossfaded in (control → audio), its lowest bit set when
+  /// the fade is to be linear (`FadeCurve`; a chain's address is aligned, so the bit is free).
   private let incoming = Atomic<UInt>(0)
   /// The chain faded out, handed back for release (audio → control).
   private let retired = Atomic<UInt>(0)
@@ -58,12 +68,12 @@ public final class ChainSlot: @unchecked Sendable {
   /// Only while no fade runs (the caller's own state).
   /// - Realtime: safe
   @inline(__always)
-  func beginSwap() -> Unmanaged<VoiceChain>? {
+  func beginSwap() -> (old: Unmanaged<VoiceChain>, curve: FadeCurve)? {
     guard incoming.load(ordering: .relaxed) != 0, retired.load(ordering: .acquiring) == 0 else { return nil }
-    let new = incoming.exchange(0, ordering: .acquiringAndReleasing)
-    guard new != 0 else { return nil }  // taken back by the control side just now
-    let old = pointer.exchange(new, ordering: .acquiringAndReleasing)
-    return Self.chain(old)
+    let tagged = incoming.exchange(0, ordering: .acquiringAndReleasing)
+    guard tagged != 0 else { return nil }  // taken back by the control side just now
+    let old = pointer.exchange(tagged & ~1, ordering: .acquiringAndReleasing)
+    return (Self.chain(old), tagged & 1 == 1 ? .linear : .equalPower)
   }
 
   /// Hands a faded-out chain back to the control side for release (`retired` is empty: a swap
@@ -80,11 +90,13 @@ public final class ChainSlot: @unchecked Sendable {
   /// leaves). When audio is not running, swaps at once. Returns true when `chain` runs and the
   /// chain it replaced was released. Thread: control.
   @discardableResult
-  public func crossfade(to chain: VoiceChain, running: Bool, timeoutMilliseconds: Int = 3000) -> Bool {
+  public func crossfade(
+    to chain: VoiceChain, running: Bool, timeoutMilliseconds: Int = 3000, curve: FadeCurve = .equalPower
+  ) -> Bool {
     control.withLock { handover in
       Self.release(retired.exchange(0, ordering: .acquiringAndReleasing))
       // A chain an earlier call left waiting never ran: take it back.
-      let untaken = incoming.exchange(0, ordering: .acquiringAndReleasing)
+      let untaken = incoming.exchange(0, ordering: .acquiringAndReleasing) & ~1
       if untaken != 0 {
         Self.release(untaken)
         handover.latest = handover.beforeLatest
@@ -97,7 +109,7 @@ public final class ChainSlot: @unchecked Sendable {
       }
       let replaced = handover.latest
       handover = Handover(latest: raw, beforeLatest: replaced, awaiting: replaced)
-      incoming.store(raw, ordering: .releasing)
+      incoming.store(curve == .linear ? raw | 1 : raw, ordering: .releasing)
       var waited = 0
       while true {
         let back = retired.exchange(0, ordering: .acquiringAndReleasing)

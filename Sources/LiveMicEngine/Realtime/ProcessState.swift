@@ -110,6 +110,7 @@ public final class ProcessState: @unchecked Sendable {
     /// A crossfade in progress: the old chain and how far it has faded.
     var fadingOut: Unmanaged<VoiceChain>?
     var fadePosition = 0
+    var fadeLinear = false
   }
   let cycle: UnsafeMutablePointer<CycleState> = {
     let state = UnsafeMutablePointer<CycleState>.allocate(capacity: 1)
@@ -210,10 +211,11 @@ public final class ProcessState: @unchecked Sendable {
       cycle.pointee.fadingOut = nil
       slot.finishSwap(old)
     }
-    if cycle.pointee.fadingOut == nil, let old = slot.beginSwap() {
+    if cycle.pointee.fadingOut == nil, let (old, curve) = slot.beginSwap() {
       if n <= Self.maxFadeFrames {
         cycle.pointee.fadingOut = old
         cycle.pointee.fadePosition = 0
+        cycle.pointee.fadeLinear = curve == .linear
       } else {
         slot.finishSwap(old)
       }
@@ -285,16 +287,27 @@ extension ProcessState {
   }
 
   /// Mixes the old chain's output (in the fade buffers) into the new one's with equal-power
-  /// gains (cos/sin of a quarter turn over `crossfadeSeconds`); hands the old chain back when
-  /// the fade is complete.
+  /// gains (cos/sin of a quarter turn over `crossfadeSeconds`), or linear ones (`FadeCurve`);
+  /// hands the old chain back when the fade is complete.
   /// - Realtime: safe
   @inline(__always)
   fileprivate func crossfade(
     from old: Unmanaged<VoiceChain>, left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>,
     frames: Int
   ) {
-    let quarter = Float.pi / 2 / Float(fadeLength)
     var position = cycle.pointee.fadePosition
+    if cycle.pointee.fadeLinear {
+      let step = 1 / Float(fadeLength)
+      for f in 0..<frames {
+        let newGain = Float(min(position, fadeLength)) * step
+        left[f] = left[f] * newGain + fadeLeft[f] * (1 - newGain)
+        right[f] = right[f] * newGain + fadeRight[f] * (1 - newGain)
+        position += 1
+      }
+      advanceFade(from: old, frames: frames)
+      return
+    }
+    let quarter = Float.pi / 2 / Float(fadeLength)
     for f in 0..<frames {
       let t = Float(min(position, fadeLength)) * quarter
       let (newGain, oldGain) = (sinf(t), cosf(t))

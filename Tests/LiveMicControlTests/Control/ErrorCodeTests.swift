@@ -65,7 +65,7 @@ import Testing
   func controlProtocol() {
     #expect(
       ControlProtocol.commandList
-        == "status, get, set, preset, mute, unmute, route, connections, meters, learn, record, loudness, stream, subscribe, unsubscribe"
+        == "status, get, set, preset, mode, mute, unmute, route, connections, meters, learn, record, loudness, stream, subscribe, unsubscribe"
     )
     #expect(ControlProtocol.topics == ControlServer.topics)
     let path = ControlProtocol.socketPath(name: "lm")

@@ -36,6 +36,45 @@ import Testing
     #expect(running.presetName == "voice")
   }
 
+  @Test("ctl mode: a stage resolved again in another mode, the other values kept; refusals in one sentence")
+  func switchesOneStage() throws {
+    let running = try Self.running()
+    let fil4 = "http://gareus.org/oss/lv2/fil4#stereo"
+    let installed: (String) -> PluginAvailability = { $0 == fil4 ? .installed : .notInstalled }
+    #expect(running.chain.set("eq.bass_db", 5) != nil)
+    #expect(running.chain.set("denoise.bypass", 1) != nil)
+    // denoise as WebRTC's: the stage's bypass (a shared name) and every other value carry over.
+    let (entries, resolution) = try running.entries(
+      switching: "denoise", to: .webrtc, availability: installed)
+    #expect(resolution.effective == "webrtc" && resolution.requested == .webrtc)
+    #expect(entries.map(\.id) == running.entries.map(\.id))
+    #expect(entries.first { $0.id == "denoise" }?.unit?.type == "webrtc-denoise")
+    let built = try ChainBuilder.build(entries, settings: Self.settings(48000))
+    running.carryValues(to: built.chain)
+    running.adoptMode(built, entries: entries, resolution: resolution)
+    let value = { (key: String) in running.chain.parameter(key).map { running.chain.targets.value($0.index) }
+    }
+    #expect(value("eq.bass_db") == 5 && value("denoise.bypass") == 1)
+    #expect(running.modes.first { $0.id == "denoise" }?.effective == "webrtc")
+    #expect(running.chain.latencyFrames > 1000, "WebRTC's frames are declared")
+    // And back: the preset's entry is what is resolved again, not the WebRTC unit.
+    let (back, builtin) = try running.entries(switching: "denoise", to: .builtin, availability: installed)
+    #expect(builtin.effective == "builtin" && back.first { $0.id == "denoise" }?.unit?.type == "denoise")
+    // Refused: a stage that is not there, one without modes, a plugin that is not installed.
+    #expect(throws: ModeError.noStage(id: "nosuch")) {
+      try running.entries(switching: "nosuch", to: .builtin, availability: installed)
+    }
+    #expect(throws: ModeError.modesNotSupported(unit: "eq")) {
+      try running.entries(switching: "eq", to: .plugin, availability: installed)
+    }
+    do {
+      _ = try running.entries(switching: "denoise", to: .plugin, availability: installed)
+      Issue.record("mode plugin without an installed plugin was accepted")
+    } catch {
+      #expect(error.description.hasPrefix("stage 'denoise' asks for mode 'plugin' but none of its plugins"))
+    }
+  }
+
   @Test("MIDI mappings bind to the chain's parameters; one to a missing key is refused in one sentence")
   func bindsMidi() throws {
     let running = try Self.running(

@@ -171,6 +171,28 @@ struct PluginTests {
     #expect(built.plugins.map(\.id) == ["amp"] && built.chain.parameter("detune.detune") == nil)
   }
 
+  /// fil4 smooths its own gain and filter settings from internal start values over about
+  /// 300 ms; a chain swapped in live is heard from its first block, so the warm-up must have run
+  /// that long. Measured before the fix: the first 5 ms at 0.1 RMS, then 0.04, rising to the
+  /// tone's 0.177 only after 300 ms (a live `ctl mode highpass plugin` dipped 5 dB).
+  @Test(
+    "a plugin chain is heard settled: fil4's high-pass passes a 440 Hz tone at full level from its first block"
+  )
+  func warmedUntilSettled() throws {
+    let built = try Installed.build([
+      Installed.plugin("hp", Installed.fil4, values: ["HighPass": 1, "HPfreq": 80])
+    ])
+    let tone = (0..<4800).map { 0.25 * sinf(2 * .pi * 440 * Float($0) / 48000) }
+    var (left, right) = (tone, tone)
+    Installed.process(built.chain, &left, &right)
+    let rms = { (x: ArraySlice<Float>) in (x.map { $0 * $0 }.reduce(0, +) / Float(x.count)).squareRoot() }
+    let steady = rms(tone[...])
+    let windows = stride(from: 0, to: 4800, by: 240).map { rms(left[$0..<($0 + 240)]) }
+    #expect(
+      windows.allSatisfy { abs(20 * log10($0 / steady)) < 0.5 },
+      "5 ms windows: \(windows), the tone: \(steady)")
+  }
+
   @Test("a mono plugin runs as two instances, one per channel; a stereo one as one")
   func monoRunsTwice() throws {
     let built = try Installed.build([

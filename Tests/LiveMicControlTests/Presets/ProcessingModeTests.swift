@@ -28,6 +28,25 @@ extension PluginTests {
     #expect(hp.reason.contains("built-in"))
   }
 
+  @Test(
+    "the voice units default to automatic, the high-pass to builtin; without plugins the built-in units run")
+  func defaultModes() throws {
+    let preset = try parse(
+      #"{"unit": "highpass"}, {"unit": "denoise"}, {"unit": "leveler"}, {"unit": "aec"}, {"unit": "denoise", "id": "d2", "plugins": ["\#(Installed.fil4)"]}"#
+    )
+    let modes = preset.resolutions.map { "\($0.id) \($0.requested.rawValue) \($0.effective)" }
+    // fil4 is installed here, yet highpass keeps the built-in unit; Debian packages none of the
+    // voice units' plugins, so they run built-in; a list of the entry's own is used by default.
+    #expect(
+      modes == [
+        "highpass builtin builtin", "denoise automatic builtin", "leveler automatic builtin",
+        "aec automatic builtin", "d2 automatic \(Installed.fil4)",
+      ], "\(modes)")
+    let denoise = try #require(preset.resolution(of: "denoise"))
+    #expect(denoise.reason.contains("is not installed") && denoise.reason.contains("built-in unit runs"))
+    #expect(preset.chain.prefix(4).map(\.unit?.type) == ["highpass", "denoise", "leveler", "aec"])
+  }
+
   @Test("plugin and automatic with the preferred plugin installed: it runs, with mapped parameters")
   func installedPlugin() throws {
     for mode in ["plugin", "automatic"] {
