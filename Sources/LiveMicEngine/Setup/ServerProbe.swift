@@ -26,8 +26,13 @@ public struct ServerProbe: Sendable {
     (captureLatencyFrames ?? bufferFrames) + (playbackLatencyFrames ?? bufferFrames)
   }
 
-  /// Probes the server `server` (nil: the default one); nil when none answers.
+  /// Probes the server `server` (nil: the default one); nil when none answers. libjack's own
+  /// lines about a server that is not there ("Cannot connect to server socket", …) are kept
+  /// off standard error: the caller reports the absence in one sentence.
   public static func probe(server: String?) -> ServerProbe? {
+    JackMessages.install()
+    JackMessages.setQuiet(true)
+    defer { JackMessages.setQuiet(false) }
     var status = jack_status_t(rawValue: 0)
     guard let client = livemic_client_open("livemic-doctor", JackNoStartServer, server, &status) else {
       return nil
