@@ -12,7 +12,7 @@ import tempfile
 
 import numpy as np
 from scipy.io import wavfile
-from scipy.signal import resample_poly
+from scipy.signal import butter, correlate, lfilter, resample_poly
 
 try:
     from pystoi import stoi
@@ -126,6 +126,85 @@ def note_drop(y):
     return 20 * np.log10(rms(onset) / rms(end))
 
 
+def render_with_music(preset_path, x, music, sets=()):
+    """x through the preset with `music` as the music bed (`render --music`); the left channel."""
+    src, mus, dst = (os.path.join(WORK, n) for n in ("in.wav", "music.wav", "out.wav"))
+    write(src, x)
+    write(mus, music)
+    args = [LIVEMIC, "render", "-p", preset_path, "-c", "output.volume=1", "-c", "music.volume_db=0"]
+    for s in sets:
+        args += ["-c", s]
+    subprocess.run(args + ["--music", mus, src, dst], check=True, stdout=subprocess.DEVNULL)
+    _, y = wavfile.read(dst)
+    return y[:, 0].astype(np.float64)
+
+
+def music_bed(n):
+    """Chords of harmonic tones changing every 0.5 s, a kick, a snare and a hi-hat; -20 dBFS RMS."""
+    t = np.arange(n) / RATE
+    roots = np.array([110, 98, 87.3, 130.8, 73.4, 82.4, 123.5, 65.4])
+    root = roots[(np.arange(n) // (RATE // 2)) % len(roots)]
+    x = sum(level * np.sin(2 * np.pi * root * ratio * t)
+            for ratio, level in [(0.5, 0.8), (1, 1), (1.25, 0.6), (1.5, 0.6), (2, 0.4), (3, 0.25), (4, 0.15), (8, 0.08)])
+    beat = np.arange(n) % (RATE // 2)
+    x = x + np.where(beat < 4800, 1.2 * np.exp(-beat / 1200) * np.sin(2 * np.pi * 55 * beat / RATE), 0)
+    off = (np.arange(n) + RATE // 4) % (RATE // 2)
+    hat = np.arange(n) % (RATE // 8)
+    envelope = 1 + np.where(off < 4800, 8 * np.exp(-off / 900), 0) + np.where(hat < 1200, 3 * np.exp(-hat / 200), 0)
+    x = x + 0.02 * np.random.default_rng(11).uniform(-1, 1, n) * envelope
+    return 0.1 * x / rms(x)
+
+
+def room(x, delay):
+    """x a JACK round trip (2 x 256 frames) plus `delay` later, through early reflections and a tail decaying 60 dB in 120 ms."""
+    rng = np.random.default_rng(5)
+    h = np.zeros(512 + delay + 5760)
+    for k, g in [(0, 1), (173, -0.5), (391, 0.35), (647, -0.25)]:
+        h[512 + delay + k] = g
+    tail = np.arange(700, 5760)
+    h[512 + delay + tail] += 0.05 * rng.standard_normal(len(tail)) * 10 ** (-3 * tail / 5760)
+    return np.convolve(x, h)[: len(x)]
+
+
+def echo_rows(clean_speech):
+    """The music bed's echo room: ERLE, double talk and the voice's bass, per aec engine."""
+    n = 10 * RATE
+    music = music_bed(n)
+    music[7 * RATE:] = 0
+    voice = np.zeros(n)
+    at = 4 * RATE
+    while at < n:
+        m = min(len(clean_speech), n - at)
+        voice[at: at + m] = clean_speech[:m]
+        at += len(clean_speech) + RATE // 4
+    silence = np.zeros(n)
+    bypassed = preset_file("q-aec-off", [{"unit": "aec", "mode": "builtin", "bypass": True}])
+    contribution = render_with_music(bypassed, silence, music)
+    engines = {"built-in (speexdsp)": "builtin", "WebRTC": "webrtc"}
+    print()
+    print("Echo: the music bed on the speakers leaking into the microphone, cancelled with the music as the reference "
+          "(`aec.reference` 0; `render --music`), music 10 dB louder than the voice at the microphone")
+    print()
+    print("| room delay | implementation | ERLE over 2–4 s dB | double talk against no echo dB | voice below 300 Hz dB |")
+    print("|---:|---|---:|---:|---:|")
+    b, a = butter(4, 300, fs=RATE)
+    for delay_ms in [5, 50]:
+        echo = room(music, delay_ms * RATE // 1000)
+        echo *= rms(voice[4 * RATE:]) * 10 ** 0.5 / rms(echo[: 7 * RATE])
+        for name, mode in engines.items():
+            path = preset_file(f"q-aec-{mode}", [{"unit": "aec", "mode": mode}])
+            quiet = render_with_music(path, voice, music) - contribution
+            c = correlate(quiet[4 * RATE: 7 * RATE + 4096], voice[4 * RATE: 7 * RATE], mode="valid", method="fft")
+            lag = int(np.argmax(np.abs(c)))
+            full = render_with_music(path, voice + echo, music) - contribution
+            out = lambda y, lo, hi: y[lo + lag: hi + lag]
+            erle = 10 * np.log10(np.sum(echo[2 * RATE: 4 * RATE] ** 2) / np.sum(out(full, 2 * RATE, 4 * RATE) ** 2))
+            talk = 10 * np.log10(np.sum(out(full, 5 * RATE, 7 * RATE) ** 2) / np.sum(out(quiet, 5 * RATE, 7 * RATE) ** 2))
+            lo, hi = 7 * RATE + RATE // 2, n - 4096
+            bass = 10 * np.log10(np.sum(lfilter(b, a, out(full, lo, hi)) ** 2) / np.sum(lfilter(b, a, voice[lo:hi]) ** 2))
+            print(f"| {delay_ms} ms | {name} | {erle:.1f} | {talk:+.1f} | {bass:+.2f} |")
+
+
 def preset_file(name, chain):
     path = os.path.join(WORK, f"{name}.json")
     with open(path, "w") as f:
@@ -183,6 +262,7 @@ def main():
         y = render(path, pink)
         reduction = 20 * np.log10(rms(pink[2 * RATE:]) / rms(y[2 * RATE:]))
         print(f"| {name} | {drop:.1f} | {reduction:.1f} |")
+    echo_rows(clean_speech)
 
 
 if __name__ == "__main__":

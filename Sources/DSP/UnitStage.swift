@@ -24,9 +24,9 @@ open class UnitStageBase {
   /// Whether the unit wants the chain's output (`VoiceUnit.wantsReference`).
   open var wantsReference: Bool { false }
 
-  /// Hands the chain's final output of a whole block to the unit (`VoiceUnit.receiveReference`).
+  /// Hands a reference block to the unit (`VoiceUnit.receiveReference`).
   /// - Realtime: safe
-  open func receiveReference(_ block: StereoBlock) {}
+  open func receiveReference(_ block: StereoBlock, from source: ReferenceSource) {}
 }
 
 /// A built-in unit in a chain: owns its smoothed parameter values and bypass crossfade.
@@ -146,7 +146,9 @@ public final class UnitStage<Unit: VoiceUnit>: UnitStageBase, ChainStage {
   public override var wantsReference: Bool { Unit.wantsReference }
 
   /// - Realtime: safe
-  public override func receiveReference(_ block: StereoBlock) { unit.pointee.receiveReference(block) }
+  public override func receiveReference(_ block: StereoBlock, from source: ReferenceSource) {
+    unit.pointee.receiveReference(block, from: source)
+  }
 
   /// - Realtime: safe
   public override func process(_ block: StereoBlock, targets: ParameterTargets) {

@@ -221,8 +221,23 @@ public final class VoiceChain: @unchecked Sendable {
     if referenceStageCount > 0 {
       let block = StereoBlock(left: left, right: right, frames: frames)
       for i in 0..<referenceStageCount {
-        referenceStages[i]._withUnsafeGuaranteedRef { $0.receiveReference(block) }
+        referenceStages[i]._withUnsafeGuaranteedRef { $0.receiveReference(block, from: .output) }
       }
+    }
+  }
+
+  /// Whether a stage wants references (an echo canceller): then the engine hands it the music
+  /// bed too (`receiveMusic`).
+  public var wantsReferences: Bool { referenceStageCount > 0 }
+
+  /// Hands the music bed of the block just processed, as mixed into the output, to the stages
+  /// that want references (after `process`, each cycle the music bed plays).
+  /// - Realtime: safe
+  public func receiveMusic(left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>, frames: Int)
+  {
+    let block = StereoBlock(left: left, right: right, frames: frames)
+    for i in 0..<referenceStageCount {
+      referenceStages[i]._withUnsafeGuaranteedRef { $0.receiveReference(block, from: .music) }
     }
   }
 

@@ -43,11 +43,13 @@ public protocol VoiceUnit {
   /// plugin after it runs once, not once per channel.
   static var makesChannelsDiffer: Bool { get }
 
-  /// Receives the chain's final output of one whole block (after every stage, the output volume
-  /// included; before the engine's start/stop/mute ramp), once the block is processed. A unit
+  /// Receives a reference signal of one whole block, once the block is processed: the chain's
+  /// final output (`.output`: after every stage, the output volume included; before the
+  /// engine's start/stop/mute ramp), and, while the music bed plays, the music as it is mixed
+  /// into the output (`.music`: after its volume and ducking), in that order each cycle. A unit
   /// copies what it needs into storage allocated in `prepare`.
   /// - Realtime: safe
-  mutating func receiveReference(_ block: StereoBlock)
+  mutating func receiveReference(_ block: StereoBlock, from source: ReferenceSource)
 
   /// The current value of the unit's parameter `index` when its kind is `.output` (a value the
   /// unit reports, such as a leveler's gain); the stage publishes it once per sub-block.
@@ -55,12 +57,53 @@ public protocol VoiceUnit {
   func outputValue(_ index: Int) -> Float
 }
 
+/// Which signal a reference block is (`VoiceUnit.receiveReference`).
+public enum ReferenceSource: Sendable {
+  /// The chain's own output: what the speakers play of the processed voice.
+  case output
+  /// The music bed as mixed into the output: the far end of a rig whose echo is the music.
+  case music
+}
+
+/// An echo canceller's choice between its two references (`aec.reference`): the music bed while
+/// it plays (the default), else the output; or the output always. Decided per block: the
+/// output's block is taken only when no music block came in the cycle before.
+///
+/// Thread: the audio thread (a value the unit owns).
+public struct ReferenceChoice: Sendable {
+  /// The parameter: 0 the music bed (when it plays; else the output), 1 the output.
+  public static let parameter = ParameterSpec(
+    "reference", unit: "", range: 0...1, default: 0, kind: .choice([0, 1]),
+    "Echo reference: 0 the music bed (with --music; without it the output), 1 LiveMic's own output.")
+  /// The parameter's value, set by the unit each block.
+  public var outputOnly = false
+  /// Cycles left in which a music block counts as recent.
+  private var musicCycles = 0
+
+  public init() {}
+
+  /// Whether a block from `source` is the reference to use.
+  /// - Realtime: safe
+  public mutating func accepts(_ source: ReferenceSource) -> Bool {
+    switch source {
+    case .music:
+      guard !outputOnly else { return false }
+      musicCycles = 2
+      return true
+    case .output:
+      if outputOnly || musicCycles == 0 { return true }
+      musicCycles -= 1
+      return musicCycles == 0  // the music stopped: the output from the cycle after
+    }
+  }
+}
+
 extension VoiceUnit {
   public var latencyFrames: Int { 0 }
   public static var wantsReference: Bool { false }
   public static var makesChannelsDiffer: Bool { false }
   /// - Realtime: safe
-  public mutating func receiveReference(_ block: StereoBlock) {}
+  public mutating func receiveReference(_ block: StereoBlock, from source: ReferenceSource) {}
   /// - Realtime: safe
   public func outputValue(_ index: Int) -> Float { 0 }
 }

@@ -20,6 +20,9 @@ public struct RenderOptions: Sendable {
   public var loudnessTargetLufs: Float?
   /// `--no-plugins`: no entry's mode runs an LV2 alternative.
   public var noPlugins = false
+  /// `--music FILE`: a music bed mixed into the output after the chain as live (`--music`:
+  /// the `music` stage's volume and ducking), and an echo canceller's reference.
+  public var musicPath: String?
   /// Whether to print a progress line on standard error.
   public var showProgress = isatty(2) != 0
 
@@ -69,6 +72,7 @@ public enum Renderer {
     request.plugins = options.plugins
     request.loudnessTargetLufs = options.loudnessTargetLufs
     request.noPlugins = options.noPlugins
+    request.music = options.musicPath != nil
     let stages: [ChainEntry]
     do { stages = try request.stages().1 } catch { throw .request(error) }
 
@@ -103,6 +107,9 @@ public enum Renderer {
       FileHandle.standardError.write(Data("livemic: error: \(message)\n".utf8))
     }
     let chain = built.chain
+    let music = try options.musicPath.map { path throws(RenderError) in
+      try MusicFile(path: path, sampleRate: Int(inInfo.samplerate), block: block)
+    }
     let channels = Int(inInfo.channels)
     var interleaved = [Float](repeating: 0, count: block * max(channels, 2))
     var left = [Float](repeating: 0, count: block)
@@ -119,6 +126,7 @@ public enum Renderer {
         right[f] = channels > 1 ? interleaved[f * channels + 1] : left[f]
       }
       chain.process(left: &left, right: &right, blockFrames: got, frames: got)
+      music?.mix(into: &left, &right, frames: got, chain: chain)
       for f in 0..<got {
         stereo[2 * f] = left[f]
         stereo[2 * f + 1] = right[f]
@@ -140,6 +148,65 @@ public enum Renderer {
       }
     }
     return done
+  }
+
+  /// A music bed read from a file block by block (silence after its end) and mixed as live.
+  final class MusicFile {
+    let file: OpaquePointer
+    let channels: Int
+    let mixer: MusicMixer
+    var interleaved: [Float]
+    var left: [Float]
+    var right: [Float]
+    var scratchLeft: [Float]
+    var scratchRight: [Float]
+
+    init(path: String, sampleRate: Int, block: Int) throws(RenderError) {
+      var info = SF_INFO()
+      guard let file = sf_open(path, Int32(SFM_READ), &info) else {
+        throw .openInput(path: path, reason: String(cString: sf_strerror(nil)))
+      }
+      guard Int(info.samplerate) == sampleRate else {
+        sf_close(file)
+        throw .openInput(
+          path: path, reason: "its sample rate is \(info.samplerate) Hz, the input's \(sampleRate) Hz")
+      }
+      self.file = file
+      channels = Int(info.channels)
+      mixer = MusicMixer(sampleRate: Double(sampleRate))
+      interleaved = [Float](repeating: 0, count: block * max(channels, 2))
+      (left, right) = ([Float](repeating: 0, count: block), [Float](repeating: 0, count: block))
+      (scratchLeft, scratchRight) = (left, right)
+    }
+
+    deinit { sf_close(file) }
+
+    /// Mixes the next `frames` of music into the chain's output.
+    func mix(into outLeft: inout [Float], _ outRight: inout [Float], frames: Int, chain: VoiceChain) {
+      let got = max(0, Int(sf_readf_float(file, &interleaved, sf_count_t(frames))))
+      for f in 0..<frames {
+        left[f] = f < got ? interleaved[f * channels] : 0
+        right[f] = f < got ? interleaved[f * channels + (channels > 1 ? 1 : 0)] : 0
+      }
+      let mixer = self.mixer
+      left.withUnsafeMutableBufferPointer { ml in
+        right.withUnsafeMutableBufferPointer { mr in
+          outLeft.withUnsafeMutableBufferPointer { ol in
+            outRight.withUnsafeMutableBufferPointer { or in
+              scratchLeft.withUnsafeMutableBufferPointer { sl in
+                scratchRight.withUnsafeMutableBufferPointer { sr in
+                  guard let ml = ml.baseAddress, let mr = mr.baseAddress, let ol = ol.baseAddress,
+                    let or = or.baseAddress, let sl = sl.baseAddress, let sr = sr.baseAddress
+                  else { return }
+                  mixer.mix(
+                    ml, mr, into: ol, or, frames: frames, chain: chain, scratchLeft: sl, scratchRight: sr)
+                }
+              }
+            }
+          }
+        }
+      }
+    }
   }
 
   /// The libsndfile format for an output path's extension.

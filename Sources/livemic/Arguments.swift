@@ -290,6 +290,7 @@ private func parseRender(_ reader: inout ArgumentReader) throws(UsageError) -> C
     case "--plugin": options.plugins.append(try reader.value(for: o))
     case "--no-plugins": options.noPlugins = true
     case "--loudness-target": options.loudnessTargetLufs = try reader.loudness(for: o)
+    case "--music": options.musicPath = try reader.value(for: o)
     case "-h", "--help": return .help("render")
     default: throw UsageError(message: "unknown option '\(o)' for 'livemic render'")
     }

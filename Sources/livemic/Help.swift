@@ -87,13 +87,15 @@ let mainHelp = """
 
 let renderHelp = """
   USAGE: livemic render [-p PRESET] [-c KEY=VALUE]... [--plugin URI]... [--frames N]
-                        [--loudness-target LUFS] [--no-plugins] IN OUT
+                        [--loudness-target LUFS] [--music FILE] [--no-plugins] IN OUT
 
   Runs the live chain's very code over IN (any format libsndfile reads: WAV, FLAC, OGG, AIFF…)
   at IN's sample rate, in blocks of N frames (default 256), and writes OUT in the format its
   extension names (.wav/.aiff/.caf: 32-bit float, .flac: 24-bit, .ogg: Vorbis). The output is
   always stereo. There is no start ramp offline. --no-plugins: no stage's mode runs an LV2
-  alternative (the built-in units run).
+  alternative (the built-in units run). --music FILE: a music bed (same rate as IN) mixed in
+  after the chain as live with --music (the music stage's volume and ducking), and the
+  reference of an aec stage (aec.reference 0).
 
   EXAMPLES
     livemic render -p voice -c eq.treble_db=3 in.wav out.wav

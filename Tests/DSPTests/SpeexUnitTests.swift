@@ -105,7 +105,7 @@ import Testing
       fl.withUnsafeMutableBufferPointer { lp in
         fr.withUnsafeMutableBufferPointer { rp in
           guard let lp = lp.baseAddress, let rp = rp.baseAddress else { return }
-          harness.unit.receiveReference(StereoBlock(left: lp, right: rp, frames: n))
+          harness.unit.receiveReference(StereoBlock(left: lp, right: rp, frames: n), from: .output)
         }
       }
       offset += n

@@ -38,7 +38,8 @@ extension EndToEnd {
       #expect((realtime["status"] as? String == "ok") == TestRealtime.enabled, "\(realtime)")
     }
 
-    @Test("Without a server: a problem with its fix, exit status 1, and nothing of libjack's on standard error")
+    @Test(
+      "Without a server: a problem with its fix, exit status 1, and nothing of libjack's on standard error")
     func withoutAServer() throws {
       let result = try runLiveMic(["doctor", "-s", "lmnoserver\(getpid())"])
       #expect(result.status == 1, "\(result.stdout)")

@@ -113,4 +113,26 @@ public final class MusicMixer: @unchecked Sendable {
       offset += m
     }
   }
+
+  /// `mix`, and for a chain with an echo canceller the music as mixed (the output after minus
+  /// before, in `scratchLeft`/`scratchRight`, `frames` long at least) handed to it as its
+  /// reference (`VoiceChain.receiveMusic`, `aec.reference`).
+  /// - Realtime: safe
+  public func mix(
+    _ musicLeft: UnsafeMutablePointer<Float>, _ musicRight: UnsafeMutablePointer<Float>,
+    into left: UnsafeMutablePointer<Float>, _ right: UnsafeMutablePointer<Float>, frames n: Int,
+    chain: VoiceChain, scratchLeft: UnsafeMutablePointer<Float>, scratchRight: UnsafeMutablePointer<Float>
+  ) {
+    guard chain.wantsReferences else {
+      return mix(musicLeft, musicRight, into: left, right, frames: n, chain: chain)
+    }
+    scratchLeft.update(from: left, count: n)
+    scratchRight.update(from: right, count: n)
+    mix(musicLeft, musicRight, into: left, right, frames: n, chain: chain)
+    for f in 0..<n {
+      scratchLeft[f] = left[f] - scratchLeft[f]
+      scratchRight[f] = right[f] - scratchRight[f]
+    }
+    chain.receiveMusic(left: scratchLeft, right: scratchRight, frames: n)
+  }
 }

@@ -1,11 +1,14 @@
 import CSpeexDSP
 
-/// Acoustic echo cancellation with speexdsp's echo canceller (MDF adaptive filter), whose far-end
-/// (reference) signal is LiveMic's own final output: what the speakers play and the microphone
-/// may pick up again.
+/// Acoustic echo cancellation with speexdsp's echo canceller (MDF adaptive filter). Its far-end
+/// (reference) signal is, by `reference` (`ReferenceChoice`): the music bed as mixed into the
+/// output while it plays (`--music`: the rig's real echo is the music on the speakers leaking
+/// into the microphone), else LiveMic's own final output (what the speakers play of the voice:
+/// in a microphone-to-speaker rig that is the near-end voice itself a moment later, the feedback
+/// suppressor's job more than an echo canceller's).
 ///
 /// Mono, like `denoise`: the near end is the mean of both input channels, the reference the mean
-/// of both output channels, and the result goes to both channels. Latency: two 5 ms speexdsp
+/// of both reference channels, and the result goes to both channels. Latency: two 5 ms speexdsp
 /// frames (the FIFO's and the residual echo suppressor's overlap-add), 480 frames = 10 ms at
 /// 48 kHz, declared in `latencyFrames`. The adaptive filter models echo paths up to
 /// `tailMilliseconds` long.
@@ -27,11 +30,12 @@ import CSpeexDSP
 public struct EchoCanceller: VoiceUnit {
   public static let typeName = "aec"
   public static let summary =
-    "Echo cancellation (speexdsp) of LiveMic's own output picked up by the microphone; mono, adds 10 ms of latency."
+    "Echo cancellation (speexdsp) of the music bed (or LiveMic's own output) picked up by the microphone; mono, adds 10 ms of latency."
   public static let parameters = [
     ParameterSpec(
       "residual_db", unit: "dB", range: 0...60, default: 0,
-      "Largest extra attenuation of the echo left after cancellation (0: none).")
+      "Largest extra attenuation of the echo left after cancellation (0: none)."),
+    ReferenceChoice.parameter,
   ]
   public static var wantsReference: Bool { true }
 
@@ -42,6 +46,7 @@ public struct EchoCanceller: VoiceUnit {
   static let referenceCapacity = 1 << 15
 
   private var engine: Engine?
+  private var reference = ReferenceChoice()
 
   public init() {}
 
@@ -65,6 +70,7 @@ public struct EchoCanceller: VoiceUnit {
   public mutating func process(_ block: StereoBlock, parameters p: ParameterValues) {
     guard let engine else { return }
     engine.targetResidual = p.current(0)
+    reference.outputOnly = p.current(1) >= 0.5
     let start = engine.nearTotal
     let buffers = engine.buffers
     buffers.run(block) { end in engine.cancel(frameEnd: start &+ end) }
@@ -72,7 +78,10 @@ public struct EchoCanceller: VoiceUnit {
   }
 
   /// - Realtime: safe
-  public mutating func receiveReference(_ block: StereoBlock) { engine?.receive(block) }
+  public mutating func receiveReference(_ block: StereoBlock, from source: ReferenceSource) {
+    guard reference.accepts(source) else { return }
+    engine?.receive(block)
+  }
 
   /// Owns the speexdsp states, the frame FIFO and the reference ring.
   /// Thread: created off the audio thread; used on it.
@@ -171,7 +180,7 @@ public struct EchoCanceller: VoiceUnit {
       buffers.setReady(from: buffers.out)
     }
 
-    /// Stores a block of the chain's output in the ring.
+    /// Stores a block of the reference in the ring.
     /// - Realtime: safe
     func receive(_ block: StereoBlock) {
       let mask = EchoCanceller.referenceCapacity - 1

@@ -142,8 +142,9 @@ public struct WebRTCDenoise: VoiceUnit {
 }
 
 /// WebRTC's acoustic echo canceller (the `webrtc` engine of `aec`, with the extended filter and
-/// delay-agnostic mode, as PulseAudio's and PipeWire's echo-cancel use it). The reference is what
-/// the chain hands to `receiveReference`. Mono; latency 28 ms at 48 kHz, declared.
+/// delay-agnostic mode, as PulseAudio's and PipeWire's echo-cancel use it). The reference is the
+/// music bed or the output, as for `aec` (`ReferenceChoice`). Mono; latency 28 ms at 48 kHz,
+/// declared.
 public struct WebRTCEchoCanceller: VoiceUnit {
   public static let typeName = "webrtc-aec"
   public static let summary =
@@ -151,11 +152,13 @@ public struct WebRTCEchoCanceller: VoiceUnit {
   public static let parameters = [
     ParameterSpec(
       "residual_db", unit: "dB", range: 0...60, default: 0,
-      "How hard the residual echo is suppressed: below 10 WebRTC's low level, below 25 moderate, else high.")
+      "How hard the residual echo is suppressed: below 10 WebRTC's low level, below 25 moderate, else high."),
+    ReferenceChoice.parameter,
   ]
   public static var wantsReference: Bool { true }
   private var processor: WebRTCProcessor?
   private var appliedLevel: Int32 = -1
+  private var reference = ReferenceChoice()
 
   public init() {}
 
@@ -174,6 +177,7 @@ public struct WebRTCEchoCanceller: VoiceUnit {
   public mutating func process(_ block: StereoBlock, parameters p: ParameterValues) {
     guard let processor else { return }
     let db = p.current(0)
+    reference.outputOnly = p.current(1) >= 0.5
     let level: Int32 = db >= 25 ? 2 : db >= 10 ? 1 : 0
     if level != appliedLevel {
       appliedLevel = level
@@ -183,7 +187,10 @@ public struct WebRTCEchoCanceller: VoiceUnit {
   }
 
   /// - Realtime: safe
-  public mutating func receiveReference(_ block: StereoBlock) { processor?.receive(block) }
+  public mutating func receiveReference(_ block: StereoBlock, from source: ReferenceSource) {
+    guard reference.accepts(source) else { return }
+    processor?.receive(block)
+  }
 }
 
 /// WebRTC's adaptive digital gain control with its limiter (the `webrtc` engine of `leveler`).

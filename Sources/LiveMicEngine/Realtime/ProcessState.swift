@@ -125,6 +125,9 @@ public final class ProcessState: @unchecked Sendable {
   static let maxFadeFrames = 8192
   let fadeLeft = UnsafeMutablePointer<Float>.allocate(capacity: maxFadeFrames)
   let fadeRight = UnsafeMutablePointer<Float>.allocate(capacity: maxFadeFrames)
+  /// The music bed as mixed into the output, for a chain's echo canceller (`aec.reference`).
+  let musicReferenceLeft = UnsafeMutablePointer<Float>.allocate(capacity: maxFadeFrames)
+  let musicReferenceRight = UnsafeMutablePointer<Float>.allocate(capacity: maxFadeFrames)
   /// Frames of the chain crossfade and of the input mute's fade.
   let fadeLength: Int
 
@@ -142,6 +145,8 @@ public final class ProcessState: @unchecked Sendable {
   deinit {
     fadeLeft.deallocate()
     fadeRight.deallocate()
+    musicReferenceLeft.deallocate()
+    musicReferenceRight.deallocate()
     if let old = cycle.pointee.fadingOut { slot.finishSwap(old) }
     cycle.deinitialize(count: 1)
     cycle.deallocate()
@@ -246,7 +251,14 @@ public final class ProcessState: @unchecked Sendable {
     }
     if let musicLeft, let musicRight {
       chain._withUnsafeGuaranteedRef {
-        music.mix(musicLeft, musicRight, into: left, right, frames: n, chain: $0)
+        // The music as mixed is an echo canceller's reference (up to the scratch's length).
+        if n <= Self.maxFadeFrames {
+          music.mix(
+            musicLeft, musicRight, into: left, right, frames: n, chain: $0, scratchLeft: musicReferenceLeft,
+            scratchRight: musicReferenceRight)
+        } else {
+          music.mix(musicLeft, musicRight, into: left, right, frames: n, chain: $0)
+        }
       }
     }
     ramp.apply(left: left, right: right, frames: n, alsoLeft: monitorLeft, alsoRight: monitorRight)

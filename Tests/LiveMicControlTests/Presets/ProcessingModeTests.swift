@@ -36,15 +36,19 @@ extension PluginTests {
     )
     let modes = preset.resolutions.map { "\($0.id) \($0.requested.rawValue) \($0.effective)" }
     // fil4 is installed here, yet highpass keeps the built-in unit; Debian packages none of the
-    // voice units' plugins, so they run built-in; a list of the entry's own is used by default.
+    // voice units' plugins, so denoise and leveler run built-in and aec WebRTC's; a list of the
+    // entry's own is used by default.
     #expect(
       modes == [
         "highpass builtin builtin", "denoise automatic builtin", "leveler automatic builtin",
-        "aec automatic builtin", "d2 automatic \(Installed.fil4)",
+        "aec automatic webrtc", "d2 automatic \(Installed.fil4)",
       ], "\(modes)")
+    // aec's automatic engine is WebRTC's canceller (EchoRoomTests: it cancels a music bed).
+    let aec = try #require(preset.resolution(of: "aec"))
+    #expect(aec.reason.contains("WebRTC's engine runs"), "\(aec.reason)")
     let denoise = try #require(preset.resolution(of: "denoise"))
     #expect(denoise.reason.contains("is not installed") && denoise.reason.contains("built-in unit runs"))
-    #expect(preset.chain.prefix(4).map(\.unit?.type) == ["highpass", "denoise", "leveler", "aec"])
+    #expect(preset.chain.prefix(4).map(\.unit?.type) == ["highpass", "denoise", "leveler", "webrtc-aec"])
   }
 
   @Test("plugin and automatic with the preferred plugin installed: it runs, with mapped parameters")
@@ -80,19 +84,19 @@ extension PluginTests {
     #expect(abs(gain(2000) - 20 * log10(0.3)) < 1)  // the output volume's default 0.3
   }
 
-  @Test("automatic without an installed plugin falls back to the built-in unit and says why")
+  @Test("automatic without an installed plugin falls back to the built-in unit (aec: WebRTC's) and says why")
   func automaticFallsBack() throws {
     let preset = try parse(
       #"{"unit": "leveler", "mode": "automatic", "plugins": ["\#(Self.bogus)"]}, {"unit": "aec", "mode": "automatic"}"#
     )
-    #expect(preset.chain.map(\.unit?.type) == ["leveler", "aec"])
+    #expect(preset.chain.map(\.unit?.type) == ["leveler", "webrtc-aec"])
     let leveler = try #require(preset.resolution(of: "leveler"))
     #expect(leveler.requested == .automatic && leveler.effective == "builtin")
     #expect(
       leveler.reason.contains("\(Self.bogus) is not installed")
         && leveler.reason.contains("built-in unit runs"))
     let aec = try #require(preset.resolution(of: "aec"))
-    #expect(aec.effective == "builtin" && aec.reason.contains("no plugin is listed"))
+    #expect(aec.effective == "webrtc" && aec.reason.contains("no plugin is listed"), "\(aec.reason)")
   }
 
   @Test("plugin without an installed plugin is refused with one sentence naming the stage")
