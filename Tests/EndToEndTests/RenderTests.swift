@@ -104,5 +104,37 @@ extension EndToEnd {
       let badFormat = try runLiveMic(["render", source, folder.appendingPathComponent("o.xyz").path])
       #expect(badFormat.status == 1 && badFormat.stderr.contains("cannot tell the output format"))
     }
+
+    @Test(
+      "--music FILE mixes a music bed in after the chain as live (out = voice + music at 0 dB once settled); another rate is refused"
+    )
+    func musicBed() throws {
+      let voice = try input(rate: 48000, channels: 1, seconds: 1)
+      let musicPath = folder.appendingPathComponent("music.wav").path
+      let frames = 48000 / 2  // shorter than the voice: silence after its end
+      try writeAudio(
+        musicPath, rate: 48000, channels: 2,
+        samples: (0..<(2 * frames)).map { 0.25 * sinf(Float($0 / 2) * 2 * .pi * 440 / 48000) })
+      let out = folder.appendingPathComponent("music-out.wav").path
+      let result = try runLiveMic([
+        "render", "-p", "flat", "--music", musicPath, "-c", "music.volume_db=0", voice, out,
+      ])
+      #expect(result.status == 0, "\(result.stderr)")
+      let (a, b) = (try readAudio(voice).samples, try readAudio(out).samples)
+      // Once the music volume's 20 ms smoothing has settled (0.35 s), until the music ends.
+      var worst: Float = 0
+      for i in 16800..<frames {
+        let music = 0.25 * sinf(Float(i) * 2 * .pi * 440 / 48000)
+        worst = max(worst, abs(b[2 * i] - (a[i] + music)), abs(b[2 * i + 1] - (a[i] + music)))
+      }
+      #expect(worst < 1e-5, "largest difference from voice + music: \(worst)")
+      let after = (frames + 480..<a.count).map { abs(b[2 * $0] - a[$0]) }.max() ?? 0
+      #expect(after < 1e-6, "after the music's end only the voice: \(after)")
+      let other = try input(rate: 44100, channels: 2)
+      let refused = try runLiveMic(["render", "-p", "flat", "--music", other, voice, out])
+      #expect(
+        refused.status == 1 && refused.stderr.contains("its sample rate is 44100 Hz, the input's 48000 Hz"),
+        "\(refused)")
+    }
   }
 }
