@@ -41,7 +41,7 @@ extension EndToEnd {
       let path = folder.appendingPathComponent("all-voice-units.json")
       try #"""
       {"name": "all-voice-units", "chain": [
-        {"unit": "input"}, {"unit": "aec", "params": {"residual_db": 10}}, {"unit": "highpass"},
+        {"unit": "input"}, {"unit": "aec", "mode": "builtin", "params": {"residual_db": 10}}, {"unit": "highpass"},
         {"unit": "denoise"}, {"unit": "eq"}, {"unit": "deesser"}, {"unit": "leveler"},
         {"unit": "compressor"}, {"unit": "feedback"}, {"unit": "limiter"}, {"unit": "output"}]}
       """#.write(to: path, atomically: true, encoding: .utf8)

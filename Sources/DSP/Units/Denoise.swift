@@ -18,6 +18,10 @@ import CSpeexDSP
 /// note it learnt as noise only makes it take the noise after the note down harder). Speech's voiced
 /// stretches are mostly shorter than the guard's 250 ms, so speech in noise is suppressed as before;
 /// broadband noise is never periodic, and a machine's hum holds its pitch too still to count.
+///
+/// Below 300 Hz speexdsp's 100 Hz bins leave steady noise only 5–13 dB down; a `LowBandGate`
+/// after it takes that band down by up to `suppression_db` − 5 dB more while the input holds
+/// only steady noise (no voice, no held sound), and passes speexdsp's output as it is otherwise.
 public struct Denoise: VoiceUnit {
   public static let typeName = "denoise"
   public static let summary =
@@ -79,6 +83,8 @@ public struct Denoise: VoiceUnit {
     let buffers: SpeexFrameBuffers
     /// Watches for held voiced sounds.
     let guardian: HarmonicGuard
+    /// Takes the steady noise speexdsp leaves below 150 Hz down further.
+    let lowBand: LowBandGate
     /// A preallocated `spx_int32_t` for `speex_preprocess_ctl`'s argument.
     private let argument: UnsafeMutablePointer<Int32>
     /// The previous frame's input: what speexdsp's output of this frame corresponds to (its
@@ -94,6 +100,7 @@ public struct Denoise: VoiceUnit {
     init(frame: Int, sampleRate: Int32) {
       buffers = SpeexFrameBuffers(frame: frame)
       guardian = HarmonicGuard(sampleRate: Double(sampleRate))
+      lowBand = LowBandGate(frame: frame, sampleRate: Double(sampleRate))
       releaseFrames = max(Int(0.4 * Double(sampleRate) / Double(frame)), 1)
       lastPending = .allocate(capacity: frame)
       lastPending.initialize(repeating: 0, count: frame)
@@ -119,6 +126,7 @@ public struct Denoise: VoiceUnit {
     func reset() {
       buffers.reset()
       guardian.reset()
+      lowBand.reset()
       lastPending.update(repeating: 0, count: buffers.frame)
       (aside, framesSinceHeld) = (false, Int.max)
     }
@@ -126,6 +134,7 @@ public struct Denoise: VoiceUnit {
     /// Sets the largest noise attenuation (speexdsp takes it as negative dB).
     /// - Realtime: safe
     func setSuppression(decibels: Float) {
+      lowBand.depthDecibels = max(0, decibels - 5)
       argument.pointee = -Int32(decibels)
       speex_preprocess_ctl(state, SPEEX_PREPROCESS_SET_NOISE_SUPPRESS, argument)
     }
@@ -147,6 +156,7 @@ public struct Denoise: VoiceUnit {
       case (true, false): fade(lastPending, into: ready)
       }
       aside = wantAside
+      lowBand.process(ready, input: lastPending, open: wantAside)
       lastPending.update(from: buffers.pending, count: buffers.frame)
     }
 
