@@ -156,13 +156,20 @@ def music_bed(n):
 
 
 def room(x, delay):
-    """x a JACK round trip (2 x 256 frames) plus `delay` later, through early reflections and a tail decaying 60 dB in 120 ms."""
-    rng = np.random.default_rng(5)
-    h = np.zeros(512 + delay + 5760)
-    for k, g in [(0, 1), (173, -0.5), (391, 0.35), (647, -0.25)]:
-        h[512 + delay + k] = g
-    tail = np.arange(700, 5760)
-    h[512 + delay + tail] += 0.05 * rng.standard_normal(len(tail)) * 10 ** (-3 * tail / 5760)
+    """x a JACK round trip (2 x 256 frames) plus `delay` later, through the room of the tests
+    (Tests/DSPTests/EchoRoomTests.swift, `response`): early reflections, then sparse taps decaying
+    60 dB over 120 ms."""
+    d = 512 + delay
+    taps = [(d, 1.0), (d + 173, -0.5), (d + 391, 0.35), (d + 647, -0.25)]
+    seed, k, mask = 0x5DEECE66, d + 700, (1 << 64) - 1
+    while k < d + 5760:
+        seed = (seed * 6364136223846793005 + 1442695040888963407) & mask
+        sign = 1.0 if (seed >> 33) & 1 == 0 else -1.0
+        taps.append((k, 0.3 * sign * 10 ** (-3 * (k - d) / 5760)))
+        k += 17 + (seed >> 40) % 23
+    h = np.zeros(d + 5760)
+    for k, g in taps:
+        h[k] += g
     return np.convolve(x, h)[: len(x)]
 
 
