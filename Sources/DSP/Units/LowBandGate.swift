@@ -129,8 +129,6 @@ final class LowBandGate {
       } else {
         target = -depthDecibels * (1 - openness)
       }
-    } else {
-      hangoverLeft = hangoverFrames
     }
     let from = gainDecibels
     let to = target >= from ? target : max(target, from - Self.closingDecibelsPerFrame)

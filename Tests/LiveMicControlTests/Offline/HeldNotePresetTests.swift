@@ -30,7 +30,8 @@ import Testing
   }
 
   @Test(
-    "voice, hearing and announce keep a sung note within 1 dB", arguments: ["voice", "hearing", "announce"])
+    "every preset that denoises keeps a sung note within 1 dB",
+    arguments: ["voice", "hearing", "announce", "stream", "podcast"])
   func presetKeepsTheNote(_ preset: String) throws {
     let note = Self.sungNote()
     let input = LoudnessTests.temporary("held-note-\(UUID().uuidString.prefix(6)).wav")
