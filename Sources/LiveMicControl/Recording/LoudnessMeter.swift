@@ -43,9 +43,7 @@ final class LoudnessMeter: @unchecked Sendable {
     analyzer = try LoudnessAnalyzer(sampleRate: sampleRate)
     // 2 s of ring at up to 96 kHz: a rate change keeps the same consumer.
     consumer = TapConsumer(tap: .output, seconds: 2, sampleRate: Double(max(sampleRate, 96000)))
-    let thread = Thread { [self] in run() }
-    thread.name = "livemic-loudness"
-    thread.start()
+    Thread.startOwn("livemic-loudness") { [self] in run() }
   }
 
   /// The latest figures.

@@ -107,9 +107,7 @@ final class Recording: @unchecked Sendable {
     (self.id, self.path, self.format, self.origin, self.sampleRate, self.wake, self.pace) =
       (id, path, format, origin, sampleRate, wake, pace)
     consumer = TapConsumer(tap: tap, seconds: ringSeconds, sampleRate: Double(sampleRate))
-    let thread = Thread { [self] in writeLoop() }
-    thread.name = "livemic-record-\(id)"
-    thread.start()
+    Thread.startOwn("livemic-record-\(id)") { [self] in writeLoop() }
   }
 
   /// Fault injection for tests (docs/testing.md): `LIVEMIC_FAULT_FINALIZE_DELAY_MS` makes every
@@ -250,9 +248,7 @@ final class StreamOut: @unchecked Sendable {
     (self.path, self.format, self.sampleRate, self.table, self.wake, self.pace) =
       (path, format, sampleRate, table, wake, pace)
     consumer = TapConsumer(tap: .output, seconds: 4, sampleRate: Double(sampleRate))
-    let thread = Thread { [self] in run() }
-    thread.name = "livemic-stream"
-    thread.start()
+    Thread.startOwn("livemic-stream") { [self] in run() }
   }
 
   /// Where the stream goes, for messages.

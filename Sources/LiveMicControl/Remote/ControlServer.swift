@@ -132,9 +132,7 @@ final class ControlServer: @unchecked Sendable {
       throw .control(path: path, reason: String(cString: strerror(errno)))
     }
     chmod(path, 0o600)
-    let thread = Thread { [unowned self] in self.acceptLoop() }
-    thread.name = "livemic-control"
-    thread.start()
+    Thread.startOwn("livemic-control") { [unowned self] in self.acceptLoop() }
   }
 
   /// Removes the socket file.
@@ -171,8 +169,7 @@ final class ControlServer: @unchecked Sendable {
         if errno == EINTR { continue }
         return
       }
-      let thread = Thread { [unowned self] in self.serve(fd) }
-      thread.start()
+      Thread.startOwn("livemic-control-\(fd)") { [unowned self] in self.serve(fd) }
     }
   }
 

@@ -68,9 +68,7 @@ final class NsmClient: @unchecked Sendable {
     serverLength = first.pointee.ai_addrlen
     fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
     guard fd >= 0 else { throw Failure(message: "no UDP socket is available for NSM") }
-    let thread = Thread { [unowned self] in self.receive() }
-    thread.name = "livemic-nsm"
-    thread.start()
+    Thread.startOwn("livemic-nsm") { [unowned self] in self.receive() }
   }
 
   /// Announces LiveMic: application "LiveMic", no optional capabilities, API 1.2.

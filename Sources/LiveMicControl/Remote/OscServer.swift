@@ -53,9 +53,7 @@ final class OscServer: @unchecked Sendable {
       close(fd)
       throw .osc(reason: "cannot listen on \(host):\(port) (\(String(cString: strerror(errno))))")
     }
-    let thread = Thread { [unowned self] in self.loop() }
-    thread.name = "livemic-osc"
-    thread.start()
+    Thread.startOwn("livemic-osc") { [unowned self] in self.loop() }
   }
 
   func shutdown() {

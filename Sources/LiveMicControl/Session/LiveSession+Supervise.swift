@@ -95,14 +95,12 @@ extension LiveSession {
   func openBeside(closing dead: JackClient?) -> JackClient? {
     let result = OpenResult()
     let (name, server, wake) = (options.clientName, options.serverName, wake)
-    let thread = Thread {
+    Thread.startOwn("livemic-reconnect") {
       dead?.close()
       let client = try? JackClient(name: name, server: server, wake: wake)
       result.state.withLock { $0 = (true, client) }
       wake.signal()
     }
-    thread.name = "livemic-reconnect"
-    thread.start()
     while true {
       let (done, client) = result.state.withLock { $0 }
       if done { return client }
