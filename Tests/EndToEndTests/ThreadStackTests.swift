@@ -9,7 +9,9 @@ extension EndToEnd {
   /// calls overlapped. Here the test holds the overlap itself: 6 connections open at once.
   @Suite("Thread stacks under mlockall", .serialized)
   struct ThreadStackTests {
-    @Test("six control connections at once add at most 16 MB of resident memory (8 MiB stacks: 55 MB), and none once closed")
+    @Test(
+      "six control connections at once add at most 16 MB of resident memory (8 MiB stacks: 55 MB), and none once closed"
+    )
     func concurrentConnections() throws {
       let folder = Paths.temporaryFolder("stacks")
       defer { try? FileManager.default.removeItem(at: folder) }
