@@ -13,7 +13,7 @@ extension EndToEnd {
     /// music is mixed at 0 dB without ducking, so the output minus the music is what the voice
     /// path left of the echo. Under the real-time guard: nothing counted.
     @Test(
-      "aec cancels the music bed's echo live (ERLE ≥ 20 dB after 4 s); zero counted in the process callback",
+      "aec cancels the music bed's echo live (ERLE ≥ 20 dB over 2 s after 5 s); zero counted in the process callback",
       .notOnPipeWire(TestBackend.unreportedDropouts))
     func musicEchoCancelledLive() throws {
       let folder = Paths.temporaryFolder("echoref")
@@ -49,16 +49,18 @@ extension EndToEnd {
       #expect(aec["implementation"] as? String == "webrtc", "\(aec)")
       room.start()
       usleep(1_100_000)  // past the start ramp
+      // The canceller converges first (4 s, not judged: a dropped cycle there only delays it);
+      // then a 2 s window is measured, taken again when the server spoilt it.
+      usleep(4_000_000)
       let witness = Witness.rig(capture, signal: .frameCode, client: "lmclient")
       let erle = try retaking("the echo window") {
         let mark = witness.mark()
-        try capture.record(frames: 6 * 48000)
+        try capture.record(frames: 2 * 48000)
         let end = capture.frameCount
-        let tail = (mark.frame + 4 * 48000)..<end  // after 4 s (5 s since the room started)
         let (direct, out, mic) = (
-          capture.recording(channel: 0, from: tail.lowerBound, to: end).samples,
-          capture.recording(channel: 1, from: tail.lowerBound, to: end).samples,
-          capture.recording(channel: 3, from: tail.lowerBound, to: end).samples
+          capture.recording(channel: 0, from: mark.frame, to: end).samples,
+          capture.recording(channel: 1, from: mark.frame, to: end).samples,
+          capture.recording(channel: 3, from: mark.frame, to: end).samples
         )
         let residual = zip(out, direct).map { Double($0 - $1) }
         let echoEnergy = mic.reduce(0) { $0 + Double($1) * Double($1) }
