@@ -53,7 +53,9 @@ final class LineLedger: @unchecked Sendable {
   let lines: Int
   let accepted: UnsafeMutablePointer<UInt8>
   let received: UnsafeMutablePointer<UInt8>
-  var dropped: [Int]
+  /// Lines each producer saw refused, one slot per producer (each written by its own thread:
+  /// a Swift array here was one variable both producers modified, a race TSan caught once).
+  let dropped: UnsafeMutablePointer<Int>
   var failure: String?
   var duplicates = 0
 
@@ -64,10 +66,12 @@ final class LineLedger: @unchecked Sendable {
     accepted.initialize(repeating: 0, count: producers * lines)
     received = .allocate(capacity: producers * lines)
     received.initialize(repeating: 0, count: producers * lines)
-    dropped = Array(repeating: 0, count: producers)
+    dropped = .allocate(capacity: producers)
+    dropped.initialize(repeating: 0, count: producers)
   }
 
   deinit {
+    dropped.deallocate()
     accepted.deallocate()
     received.deallocate()
   }
@@ -145,7 +149,7 @@ extension LV2HostStressTests {
         if ledger.accepted[i] != ledger.received[i] { mismatched += 1 }
       }
       #expect(mismatched == 0, "lines accepted but not received, or received but dropped")
-      #expect(Int(dropped) == ledger.dropped.reduce(0, +))
+      #expect(Int(dropped) == (0..<ledger.producers).reduce(0) { $0 + ledger.dropped[$1] })
       #expect(accepted + Int(dropped) == ledger.producers * ledger.lines)
     }
 
