@@ -156,10 +156,9 @@ public enum Renderer {
     let channels: Int
     let mixer: MusicMixer
     var interleaved: [Float]
-    var left: [Float]
-    var right: [Float]
-    var scratchLeft: [Float]
-    var scratchRight: [Float]
+    /// The block's music and the mixer's scratch: four buffers of `block` frames, one allocation.
+    let buffers: UnsafeMutablePointer<Float>
+    let block: Int
 
     init(path: String, sampleRate: Int, block: Int) throws(RenderError) {
       var info = SF_INFO()
@@ -172,38 +171,33 @@ public enum Renderer {
           path: path, reason: "its sample rate is \(info.samplerate) Hz, the input's \(sampleRate) Hz")
       }
       self.file = file
+      self.block = block
       channels = Int(info.channels)
       mixer = MusicMixer(sampleRate: Double(sampleRate))
       interleaved = [Float](repeating: 0, count: block * max(channels, 2))
-      (left, right) = ([Float](repeating: 0, count: block), [Float](repeating: 0, count: block))
-      (scratchLeft, scratchRight) = (left, right)
+      buffers = .allocate(capacity: 4 * block)
+      buffers.initialize(repeating: 0, count: 4 * block)
     }
 
-    deinit { sf_close(file) }
+    deinit {
+      sf_close(file)
+      buffers.deallocate()
+    }
 
     /// Mixes the next `frames` of music into the chain's output.
     func mix(into outLeft: inout [Float], _ outRight: inout [Float], frames: Int, chain: VoiceChain) {
       let got = max(0, Int(sf_readf_float(file, &interleaved, sf_count_t(frames))))
+      let (left, right) = (buffers, buffers + block)
       for f in 0..<frames {
         left[f] = f < got ? interleaved[f * channels] : 0
         right[f] = f < got ? interleaved[f * channels + (channels > 1 ? 1 : 0)] : 0
       }
-      let mixer = self.mixer
-      left.withUnsafeMutableBufferPointer { ml in
-        right.withUnsafeMutableBufferPointer { mr in
-          outLeft.withUnsafeMutableBufferPointer { ol in
-            outRight.withUnsafeMutableBufferPointer { or in
-              scratchLeft.withUnsafeMutableBufferPointer { sl in
-                scratchRight.withUnsafeMutableBufferPointer { sr in
-                  guard let ml = ml.baseAddress, let mr = mr.baseAddress, let ol = ol.baseAddress,
-                    let or = or.baseAddress, let sl = sl.baseAddress, let sr = sr.baseAddress
-                  else { return }
-                  mixer.mix(
-                    ml, mr, into: ol, or, frames: frames, chain: chain, scratchLeft: sl, scratchRight: sr)
-                }
-              }
-            }
-          }
+      outLeft.withUnsafeMutableBufferPointer { ol in
+        outRight.withUnsafeMutableBufferPointer { or in
+          guard let ol = ol.baseAddress, let or = or.baseAddress else { return }
+          mixer.mix(
+            left, right, into: ol, or, frames: frames, chain: chain, scratchLeft: buffers + 2 * block,
+            scratchRight: buffers + 3 * block)
         }
       }
     }
