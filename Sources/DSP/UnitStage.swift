@@ -27,6 +27,12 @@ open class UnitStageBase {
   /// Hands a reference block to the unit (`VoiceUnit.receiveReference`).
   /// - Realtime: safe
   open func receiveReference(_ block: StereoBlock, from source: ReferenceSource) {}
+
+  /// Whether the stage would leave this whole block as it is, with nothing to move: every
+  /// parameter settled at its target and the stage bypassed or its unit transparent
+  /// (`VoiceUnit.isTransparent`). The chain then skips its sub-blocks.
+  /// - Realtime: safe
+  open func skipsBlock(_ targets: ParameterTargets) -> Bool { false }
 }
 
 /// A built-in unit in a chain: owns its smoothed parameter values and bypass crossfade.
@@ -148,6 +154,21 @@ public final class UnitStage<Unit: VoiceUnit>: UnitStageBase, ChainStage {
   /// - Realtime: safe
   public override func receiveReference(_ block: StereoBlock, from source: ReferenceSource) {
     unit.pointee.receiveReference(block, from: source)
+  }
+
+  /// - Realtime: safe
+  public override func skipsBlock(_ targets: ParameterTargets) -> Bool {
+    let n = parameterCount
+    let first = firstParameter
+    for i in 0..<n {
+      let c = current[i]
+      if targets.value(first &+ i).bitPattern != c.bitPattern || previous[i].bitPattern != c.bitPattern {
+        return false
+      }
+    }
+    let mix = fade.pointee.mix
+    if mix != (targets.value(first &+ n) >= 0.5 ? 1 : 0) { return false }  // a bypass fade to run
+    return mix == 1 || unit.pointee.isTransparent(ParameterValues(previous: previous, current: current))
   }
 
   /// - Realtime: safe

@@ -189,12 +189,14 @@ public final class VoiceChain: @unchecked Sendable {
   }
 
   /// Processes `frames` samples of a stereo signal in place, then hands the result to the stages
-  /// that want it as a reference (`VoiceUnit.receiveReference`).
+  /// that want it as a reference (`VoiceUnit.receiveReference`). `inputSanitized`: the block was
+  /// made safe already (`copySanitized`), so `sanitize` is not run again.
   /// - Realtime: safe
   public func process(
-    left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>, frames: Int
+    left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>, frames: Int,
+    inputSanitized: Bool = false
   ) {
-    Self.sanitize(left: left, right: right, frames: frames)
+    if !inputSanitized { Self.sanitize(left: left, right: right, frames: frames) }
     let count = stages.count
     let targets = self.targets
     // Stage by stage, each over all the sub-blocks: a stage's sub-block depends only on its own
@@ -258,6 +260,7 @@ public final class VoiceChain: @unchecked Sendable {
       builtin._withUnsafeGuaranteedRef { $0.process(block, targets: targets) }
       return
     }
+    if builtin._withUnsafeGuaranteedRef({ $0.skipsBlock(targets) }) { return }
     var offset = 0
     while offset < frames {
       let n = min(Self.subBlockFrames, frames - offset)
@@ -292,6 +295,47 @@ public final class VoiceChain: @unchecked Sendable {
     while f < frames {
       left[f] = safe(left[f])
       right[f] = safe(right[f])
+      f += 1
+    }
+  }
+
+  /// Copies an input into the buffers a chain runs in, made safe as `sanitize` does, in one pass:
+  /// eight frames at a time until a group has a sample beyond the limit, the rest one by one.
+  /// `inputRight` may be `inputLeft` (a mono input feeds both channels).
+  /// - Realtime: safe
+  @inline(__always)
+  public static func copySanitized(
+    _ inputLeft: UnsafePointer<Float>, _ inputRight: UnsafePointer<Float>,
+    into left: UnsafeMutablePointer<Float>,
+    _ right: UnsafeMutablePointer<Float>, frames: Int
+  ) {
+    // Magnitude bits compared as signed integers (no sign bit left; SSE2 has no unsigned compare).
+    let magnitude = SIMD8<Int32>(repeating: 0x7FFF_FFFF)
+    let limit = SIMD8<Int32>(repeating: Int32(bitPattern: inputLimit.bitPattern))
+    let (inL, inR) = (UnsafeRawPointer(inputLeft), UnsafeRawPointer(inputRight))
+    let (outL, outR) = (UnsafeMutableRawPointer(left), UnsafeMutableRawPointer(right))
+    var f = 0
+    if inputLeft == inputRight {
+      while f &+ 8 <= frames {
+        let x = inL.loadUnaligned(fromByteOffset: 4 &* f, as: SIMD8<Int32>.self)
+        if any((x & magnitude) .> limit) { break }  // the rest one by one
+        outL.storeBytes(of: x, toByteOffset: 4 &* f, as: SIMD8<Int32>.self)
+        outR.storeBytes(of: x, toByteOffset: 4 &* f, as: SIMD8<Int32>.self)
+        f &+= 8
+      }
+    } else {
+      while f &+ 8 <= frames {
+        let l = inL.loadUnaligned(fromByteOffset: 4 &* f, as: SIMD8<Int32>.self)
+        let r = inR.loadUnaligned(fromByteOffset: 4 &* f, as: SIMD8<Int32>.self)
+        if any(((l & magnitude) .> limit) .| ((r & magnitude) .> limit)) { break }
+        outL.storeBytes(of: l, toByteOffset: 4 &* f, as: SIMD8<Int32>.self)
+        outR.storeBytes(of: r, toByteOffset: 4 &* f, as: SIMD8<Int32>.self)
+        f &+= 8
+      }
+    }
+    while f < frames {
+      left[f] = safe(inputLeft[f])
+      right[f] = safe(inputRight[f])
       f += 1
     }
   }

@@ -55,6 +55,12 @@ public protocol VoiceUnit {
   /// unit reports, such as a leveler's gain); the stage publishes it once per sub-block.
   /// - Realtime: safe
   func outputValue(_ index: Int) -> Float
+
+  /// Whether `process` would leave any block unchanged at these settled values (an output
+  /// volume of exactly 1): then the stage skips the block. Only for a unit without signal state
+  /// or outputs.
+  /// - Realtime: safe
+  func isTransparent(_ parameters: ParameterValues) -> Bool
 }
 
 /// Which signal a reference block is (`VoiceUnit.receiveReference`).
@@ -106,6 +112,8 @@ extension VoiceUnit {
   public mutating func receiveReference(_ block: StereoBlock, from source: ReferenceSource) {}
   /// - Realtime: safe
   public func outputValue(_ index: Int) -> Float { 0 }
+  /// - Realtime: safe
+  public func isTransparent(_ parameters: ParameterValues) -> Bool { false }
 }
 
 /// Helpers shared by the units.

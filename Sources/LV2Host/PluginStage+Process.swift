@@ -84,12 +84,15 @@ extension PluginStage {
       block.left.update(from: rt.outputLeft, count: frames)
       if !rt.copiesLeftToRight { block.right.update(from: rt.outputRight, count: frames) }
     }
-    if rt.copiesLeftToRight { block.right.update(from: block.left, count: frames) }
-
     // A plugin that produced a non-finite sample is muted for the block, not passed on.
-    if !BlockMath.allFinite(block.left, block.right, frames) {
+    let finite =
+      rt.copiesLeftToRight
+      ? BlockMath.allFinite(block.left, frames) : BlockMath.allFinite(block.left, block.right, frames)
+    if !finite {
       block.left.update(repeating: 0, count: frames)
       block.right.update(repeating: 0, count: frames)
+    } else if rt.copiesLeftToRight {
+      block.right.update(from: block.left, count: frames)
     }
 
     if crossfading {

@@ -1,5 +1,6 @@
-import DSP
 import Testing
+
+@testable import DSP
 
 /// The block reductions against the plain loops they replace, at every length around the
 /// eight-lane boundary, with the values that must not slip through.
@@ -54,6 +55,44 @@ import Testing
     }
     let huge = [Float](repeating: .greatestFiniteMagnitude, count: 12)
     #expect(Self.finite(huge, huge), "finite, however large")
+  }
+
+  @Test(
+    "copySanitized copies as sanitize makes safe, mono and stereo, at lengths around the eight-lane groups")
+  func copySanitized() {
+    let specials: [Float] = [.nan, .infinity, -.infinity, 1e30, -2000, 999, -.nan]
+    for n in [0, 1, 7, 8, 9, 16, 23, 64] {
+      for at in [-1] + Array(0..<n) {
+        var left = (0..<n).map { Float($0) * 0.01 - 0.3 }
+        let right = (0..<n).map { -Float($0) * 0.02 + 0.1 }
+        if at >= 0 { left[at] = specials[at % specials.count] }
+        for mono in [false, true] {
+          let inRight = mono ? left : right
+          var expectedLeft = left
+          var expectedRight = inRight
+          var gotLeft = [Float](repeating: 7, count: n)
+          var gotRight = [Float](repeating: 7, count: n)
+          guard n > 0 else { continue }
+          expectedLeft.withUnsafeMutableBufferPointer { l in
+            expectedRight.withUnsafeMutableBufferPointer { r in
+              VoiceChain.sanitize(left: l.baseAddress!, right: r.baseAddress!, frames: n)
+            }
+          }
+          left.withUnsafeBufferPointer { inL in
+            inRight.withUnsafeBufferPointer { inR in
+              gotLeft.withUnsafeMutableBufferPointer { l in
+                gotRight.withUnsafeMutableBufferPointer { r in
+                  VoiceChain.copySanitized(
+                    inL.baseAddress!, mono ? inL.baseAddress! : inR.baseAddress!, into: l.baseAddress!,
+                    r.baseAddress!, frames: n)
+                }
+              }
+            }
+          }
+          #expect(gotLeft == expectedLeft && gotRight == expectedRight, "n = \(n), at \(at), mono \(mono)")
+        }
+      }
+    }
   }
 
   static func finite(_ left: [Float], _ right: [Float]) -> Bool {

@@ -34,4 +34,34 @@ import Testing
     for _ in 0..<100 { #expect(stage.latencyFrames == 7) }
     #expect(LatencyProbe.reads.load(ordering: .relaxed) == reads)
   }
+
+  @Test("a settled output volume of exactly 1 is skipped; any other value, a move or a bypass fade runs")
+  func transparentStageSkips() {
+    let targets = ParameterTargets(initialValues: [1, 0])
+    let stage = UnitStage<OutputVolume>(id: "output", firstParameter: 0, initial: [1, 0], maxFrames: 32)
+    stage.prepare(sampleRate: 48000, maxFrames: 32)
+    #expect(stage.skipsBlock(targets), "volume 1, settled")
+    targets.set(0, 0.5)
+    #expect(!stage.skipsBlock(targets), "a new target: the stage must move")
+    let (l, r) = (
+      UnsafeMutablePointer<Float>.allocate(capacity: 32), UnsafeMutablePointer<Float>.allocate(capacity: 32)
+    )
+    defer { [l, r].forEach { $0.deallocate() } }
+    func block() {
+      l.initialize(repeating: 1, count: 32)
+      r.initialize(repeating: 1, count: 32)
+      stage.process(StereoBlock(left: l, right: r, frames: 32), targets: targets)
+    }
+    for _ in 0..<2000 { block() }
+    #expect(abs(l[31] - 0.5) < 1e-6 && !stage.skipsBlock(targets), "settled at 0.5: not transparent")
+    targets.set(0, 1)
+    block()
+    #expect(!stage.skipsBlock(targets), "on its way back to 1")
+    for _ in 0..<2000 { block() }
+    #expect(l[31] == 1 && stage.skipsBlock(targets), "back at exactly 1")
+    targets.set(1, 1)
+    #expect(!stage.skipsBlock(targets), "a bypass fade to run")
+    for _ in 0..<100 { block() }
+    #expect(stage.skipsBlock(targets), "bypassed")
+  }
 }

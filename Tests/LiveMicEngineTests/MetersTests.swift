@@ -47,13 +47,31 @@ import Testing
     #expect(meters.read()[0].rmsDecibels == -200, "an infinite sum is left out")
   }
 
+  @Test("Nobody reading the meters, a cycle leaves them alone; wanted, it meters whole cycles from then")
+  func metersOnlyWhenWanted() {
+    let state = ProcessState(chain: Engine.chain(gain: 0.5), sampleRate: Engine.sampleRate)
+    let io = FakePorts()
+    io.input(left: 0.25, right: -0.5)
+    Engine.openRamp(state, io)
+    #expect(!state.meters.isWanted, "off until someone reads")
+    io.run(state, frames: 64)
+    state.meters.setWanted(true)
+    #expect(state.meters.read().allSatisfy { $0.peakDecibels == -200 }, "nothing was metered while off")
+    io.run(state, frames: 64)
+    let levels = state.meters.read().map { ($0.peakDecibels * 10).rounded() / 10 }
+    #expect(levels == [-12, -6, -18.1, -12], "input 0.25 and 0.5, output half of them")
+    state.meters.setWanted(false)
+    io.run(state, frames: 64)
+    #expect(state.meters.read().allSatisfy { $0.peakDecibels == -200 })
+  }
+
   @Test("A cycle meters the dry input and the final output")
   func throughCycle() {
     let state = ProcessState(chain: Engine.chain(gain: 0.5), sampleRate: Engine.sampleRate)
     let io = FakePorts()
     io.input(left: 1, right: -0.5)
     Engine.openRamp(state, io)
-    _ = state.meters.read()
+    state.meters.setWanted(true)
     io.run(state, frames: 256)
     let read = state.meters.read()
     let expected = [1, 0.5, 0.5, 0.25].map { 20 * log10($0) }
@@ -70,7 +88,7 @@ import Testing
     let io = FakePorts()
     io.input(left: 0.5, right: 0.5)
     Engine.openRamp(state, io)
-    _ = state.meters.read()
+    state.meters.setWanted(true)
     let audio = AudioThread(state, io, frames: 64)
     let expected = [0.5, 0.5, 0.25, 0.25].map { 20 * log10($0) }
     var worst = 0.0

@@ -137,6 +137,23 @@ import Testing
     #expect(consumer.droppedFrames.load(ordering: .relaxed) == 0 && consumer.pendingFrames == 0)
   }
 
+  @Test("Cycles that wrap around the ring's end arrive whole and in order")
+  func wrapAround() {
+    let taps = TapTable()
+    let consumer = TapConsumer(tap: .output, seconds: 0.001, sampleRate: 48000)  // 1024 frames
+    #expect(taps.attach(consumer))
+    var next = 0
+    for cycle in 0..<12 {
+      let n = 333 + cycle  // odd lengths, so the ring's end falls inside a group of four
+      Self.write(taps, .output, (0..<n).map { Float(next + $0) }, (0..<n).map { -Float(next + $0) })
+      let got = Self.read(consumer)
+      #expect(got.count == 2 * n)
+      #expect((0..<n).allSatisfy { got[2 * $0] == Float(next + $0) && got[2 * $0 + 1] == -Float(next + $0) })
+      next += n
+    }
+    #expect(consumer.droppedFrames.load(ordering: .relaxed) == 0)
+  }
+
   @Test("A cycle longer than the interleaving chunk arrives whole and in order")
   func longCycle() {
     let taps = TapTable()

@@ -67,4 +67,9 @@ public struct OutputVolume: VoiceUnit {
   public mutating func process(_ block: StereoBlock, parameters p: ParameterValues) {
     applyRampedGain(block, from: p.previous(0), to: p.current(0))
   }
+
+  /// - Realtime: safe
+  public func isTransparent(_ parameters: ParameterValues) -> Bool {
+    parameters.previous(0) == 1 && parameters.current(0) == 1
+  }
 }

@@ -56,6 +56,20 @@ extension LiveSession {
     return DispatchTime(uptimeNanoseconds: max(due, now))
   }
 
+  /// How long the audio thread keeps metering after a one-shot `meters` request (so the next
+  /// request, `watch livemic ctl meters`, finds the meters running).
+  static let meterLeaseNanoseconds: UInt64 = 10_000_000_000
+
+  /// Keeps the audio thread's metering on while anyone follows the meters or a one-shot request
+  /// came within the lease, and off otherwise (nobody reads them: the cycle skips them). Called
+  /// at every wake. Turned on, the next reading starts here.
+  func keepMetering(_ state: ProcessState) {
+    let wanted = metersFollowed || DispatchTime.now().uptimeNanoseconds < meterLeaseEnd
+    guard wanted != state.meters.isWanted else { return }
+    state.meters.setWanted(wanted)
+    if wanted { lastMeterRead = .now() }
+  }
+
   /// Reads the meters (resetting them) and the stages' gain reductions.
   func readMeters(_ state: ProcessState) -> MeterReading {
     lastMeterRead = .now()
@@ -67,8 +81,20 @@ extension LiveSession {
   }
 
   /// The meters for a `meters` request: the streamed reading when it is fresh, so a request
-  /// does not steal a window from the subscribers; else a new reading.
+  /// does not steal a window from the subscribers; else a new reading. The first request while
+  /// the meters are off turns them on and waits for two cycles (at most 100 ms) to read.
   func currentMeters(_ state: ProcessState) -> MeterReading {
+    meterLeaseEnd = DispatchTime.now().uptimeNanoseconds + Self.meterLeaseNanoseconds
+    if !state.meters.isWanted {
+      keepMetering(state)
+      let start = state.cycles.load(ordering: .relaxed)
+      let deadline = DispatchTime.now().uptimeNanoseconds + 100_000_000
+      while state.cycles.load(ordering: .relaxed) < start &+ 2,
+        DispatchTime.now().uptimeNanoseconds < deadline
+      {
+        usleep(1000)
+      }
+    }
     if metersFollowed, let lastMeters,
       DispatchTime.now().uptimeNanoseconds < lastMeterRead.uptimeNanoseconds + 2
         * Self.meterIntervalNanoseconds
@@ -80,6 +106,7 @@ extension LiveSession {
 
   /// Sends a meter reading to the subscribers when one is due.
   func streamMeters(_ state: ProcessState) {
+    keepMetering(state)
     guard metersFollowed,
       DispatchTime.now().uptimeNanoseconds + 5_000_000 >= lastMeterRead.uptimeNanoseconds
         + Self.meterIntervalNanoseconds

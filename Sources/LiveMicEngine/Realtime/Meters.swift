@@ -9,7 +9,11 @@ import Synchronization
 /// behind a sequence number (odd while it writes); the reader takes a snapshot whose sequence
 /// number was even and unchanged around it, and reports the difference from its last one.
 ///
-/// Thread: `record`, `finishCycle` on the audio thread; `read` on one other thread.
+/// The audio thread meters only while someone reads (`isWanted`): nobody following the meters,
+/// a cycle spends nothing on them.
+///
+/// Thread: `record`, `finishCycle` on the audio thread; `read` and `setWanted` on one other
+/// thread; `isWanted` anywhere.
 public final class Meters: @unchecked Sendable {
   /// Channels: input left, input right, output left, output right.
   public static let channelCount = 4
@@ -22,6 +26,22 @@ public final class Meters: @unchecked Sendable {
   private let cycleSums: UnsafeMutablePointer<UInt64>
   /// The totals of the last reading (the reader only).
   private let lastTotals: UnsafeMutablePointer<UInt64>
+  /// Whether the audio thread meters (the reader says; off until someone reads).
+  private let wanted = Atomic<Bool>(false)
+
+  /// Whether the audio thread meters its cycles; read once per cycle.
+  /// - Realtime: safe
+  @inline(__always)
+  public var isWanted: Bool { wanted.load(ordering: .relaxed) }
+
+  /// Starts or stops the metering. Started, the next `read` covers the cycles from here on (the
+  /// reading in between is dropped), so a reading never spans a time the meters were off.
+  /// Thread: the reader's.
+  public func setWanted(_ on: Bool) {
+    guard on != wanted.load(ordering: .relaxed) else { return }
+    wanted.store(on, ordering: .relaxed)
+    if on { _ = read() }
+  }
 
   public init() {
     peaks = .allocate(capacity: Self.channelCount)

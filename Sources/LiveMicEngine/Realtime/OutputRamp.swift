@@ -64,20 +64,43 @@ public final class OutputRamp: @unchecked Sendable {
   }
 
   /// Multiplies `left`/`right` by the squared ramp position, which moves from `start` by `step`
-  /// a frame within 0...1; returns where it ended.
+  /// a frame within 0...1, four frames at a time (each lane `start + k·step`, not a running sum);
+  /// a position within half a step of 0 or 1 is that end exactly. Returns where it ended.
   /// - Realtime: safe
   @inline(__always)
   private static func ramp(
     _ left: UnsafeMutablePointer<Float>, _ right: UnsafeMutablePointer<Float>, frames: Int, from start: Float,
     step: Float
   ) -> Float {
+    let half = abs(step) * 0.5
+    @inline(__always) func settle(_ x: SIMD4<Float>) -> SIMD4<Float> {
+      var v = x
+      v.replace(with: 0, where: v .< half)
+      v.replace(with: 1, where: v .> 1 - half)
+      return v
+    }
+    let (l, r) = (UnsafeMutableRawPointer(left), UnsafeMutableRawPointer(right))
+    let lanes = SIMD4<Float>(1, 2, 3, 4) * step
     var p = start
-    for f in 0..<frames {
-      p = min(max(p + step, 0), 1)
+    var f = 0
+    while f &+ 4 <= frames {
+      let position = settle(SIMD4(repeating: p) + lanes)
+      let g = position * position
+      l.storeBytes(
+        of: l.loadUnaligned(fromByteOffset: 4 &* f, as: SIMD4<Float>.self) * g, toByteOffset: 4 &* f,
+        as: SIMD4<Float>.self)
+      r.storeBytes(
+        of: r.loadUnaligned(fromByteOffset: 4 &* f, as: SIMD4<Float>.self) * g, toByteOffset: 4 &* f,
+        as: SIMD4<Float>.self)
+      p = position[3]
+      f &+= 4
+    }
+    while f < frames {
+      p = settle(SIMD4(repeating: p + step))[0]
       let g = p * p
-      let (l, r) = (left[f], right[f])
-      left[f] = l * g
-      right[f] = r * g
+      left[f] *= g
+      right[f] *= g
+      f &+= 1
     }
     return p
   }

@@ -207,8 +207,8 @@ public final class ProcessState: @unchecked Sendable {
   func run(_ io: CycleBuffers, frames n: Int) {
     if let now = io.frameTime { noteFrameTime(now, frames: jack_nframes_t(truncatingIfNeeded: n)) }
     let (inL, inR, left, right) = (io.inputLeft, io.inputRight, io.outputLeft, io.outputRight)
-    left.update(from: inL, count: n)
-    right.update(from: inR, count: n)
+    // The chain's input, made safe in the same pass (so the chains below need not).
+    VoiceChain.copySanitized(inL, inR, into: left, right, frames: n)
     let inputGoal: Float = inputMuted.load(ordering: .relaxed) == 1 ? 0 : 1
     if cycle.pointee.inputGain != 1 || inputGoal != 1 { gateInput(left, right, n, goal: inputGoal) }
     if let old = cycle.pointee.fadingOut, n > Self.maxFadeFrames {
@@ -228,17 +228,22 @@ public final class ProcessState: @unchecked Sendable {
     if let old = cycle.pointee.fadingOut {
       fadeLeft.update(from: left, count: n)  // the input as the chain gets it (input mute)
       fadeRight.update(from: right, count: n)
-      old._withUnsafeGuaranteedRef { $0.process(left: fadeLeft, right: fadeRight, frames: n) }
+      old._withUnsafeGuaranteedRef {
+        $0.process(left: fadeLeft, right: fadeRight, frames: n, inputSanitized: true)
+      }
     }
     // The chain of this cycle, loaded once (a swap above already happened).
     let chain = slot.current()
     if let buffer = io.midi {
       chain._withUnsafeGuaranteedRef { midi.apply(buffer, targets: $0.targets, count: $0.parameterCount) }
     }
-    meters.record(0, inL, n)
-    meters.record(1, inR, n)
+    let metering = meters.isWanted  // once, so a cycle is metered whole or not at all
+    if metering {
+      meters.record(0, inL, n)
+      meters.record(1, inR, n)
+    }
     if io.feedsTaps { taps.write(.input, left: inL, right: inR, frames: n) }
-    chain._withUnsafeGuaranteedRef { $0.process(left: left, right: right, frames: n) }
+    chain._withUnsafeGuaranteedRef { $0.process(left: left, right: right, frames: n, inputSanitized: true) }
     if let old = cycle.pointee.fadingOut { crossfade(from: old, left: left, right: right, frames: n) }
     let (musicLeft, musicRight) = (io.musicLeft, io.musicRight)
     let (monitorLeft, monitorRight) = (io.monitorLeft, io.monitorRight)
@@ -262,9 +267,11 @@ public final class ProcessState: @unchecked Sendable {
       }
     }
     ramp.apply(left: left, right: right, frames: n, alsoLeft: monitorLeft, alsoRight: monitorRight)
-    meters.record(2, left, n)
-    meters.record(3, right, n)
-    meters.finishCycle(n)
+    if metering {
+      meters.record(2, left, n)
+      meters.record(3, right, n)
+      meters.finishCycle(n)
+    }
     if io.feedsTaps {
       taps.write(.output, left: left, right: right, frames: n)
       taps.finishCycle()

@@ -62,6 +62,12 @@ public final class TapConsumer: @unchecked Sendable {
   public let pushedFrames = Atomic<UInt64>(0)
   /// Frames the audio thread had to drop because the ring was full.
   public let droppedFrames = Atomic<UInt64>(0)
+  /// The two free parts of the ring, as the audio thread asks for them at a push (its own).
+  private let writeVector: UnsafeMutablePointer<jack_ringbuffer_data_t> = {
+    let vector = UnsafeMutablePointer<jack_ringbuffer_data_t>.allocate(capacity: 2)
+    vector.initialize(repeating: jack_ringbuffer_data_t(), count: 2)
+    return vector
+  }()
 
   /// Bytes per interleaved stereo float frame.
   public static let bytesPerFrame = 2 * MemoryLayout<Float>.size
@@ -96,6 +102,7 @@ public final class TapConsumer: @unchecked Sendable {
     var rings = [reading, incomingRing.load(ordering: .acquiring)] + leftRings.withLock { $0 }
     if written != reading { rings.append(written) }
     for raw in rings { if let ring = Ring(bitPattern: raw) { jack_ringbuffer_free(ring) } }
+    writeVector.deallocate()
   }
 
   /// How many frames the ring the audio thread writes holds.
@@ -121,22 +128,56 @@ public final class TapConsumer: @unchecked Sendable {
     for raw in left { if let ring = Ring(bitPattern: raw) { jack_ringbuffer_free(ring) } }
   }
 
-  /// Copies `frames` interleaved frames into the ring, or drops them all (counted) when they
-  /// do not fit, so the ring always holds whole cycles. Takes a waiting replacement first.
+  /// Interleaves `frames` frames of `left` and `right` straight into the ring, or drops them
+  /// all (counted) when they do not fit, so the ring always holds whole cycles. Takes a waiting
+  /// replacement first.
   /// - Realtime: safe
   @inline(__always)
-  func push(_ interleaved: UnsafePointer<Float>, frames: Int) {
+  func push(left: UnsafePointer<Float>, right: UnsafePointer<Float>, frames: Int) {
     if incomingRing.load(ordering: .relaxed) != 0 { takeReplacement() }
     let ring = producerRing
     let bytes = frames * Self.bytesPerFrame
-    if jack_ringbuffer_write_space(ring) < bytes {
+    let vector = writeVector
+    jack_ringbuffer_get_write_vector(ring, vector)
+    // The ring's size is a power of two, so both parts hold whole frames.
+    let firstFrames = min(vector[0].len / Self.bytesPerFrame, frames)
+    let secondFrames = min(vector[1].len / Self.bytesPerFrame, frames - firstFrames)
+    guard firstFrames + secondFrames == frames, let first = vector[0].buf else {
       droppedFrames.store(droppedFrames.load(ordering: .relaxed) &+ UInt64(frames), ordering: .relaxed)
       return
     }
-    _ = UnsafeRawPointer(interleaved).withMemoryRebound(to: CChar.self, capacity: bytes) {
-      jack_ringbuffer_write(ring, $0, bytes)
+    Self.interleave(left, right, into: UnsafeMutableRawPointer(first), frames: firstFrames)
+    if secondFrames > 0, let second = vector[1].buf {
+      Self.interleave(
+        left + firstFrames, right + firstFrames, into: UnsafeMutableRawPointer(second), frames: secondFrames)
     }
+    jack_ringbuffer_write_advance(ring, bytes)
     pushedFrames.store(pushedFrames.load(ordering: .relaxed) &+ UInt64(frames), ordering: .relaxed)
+  }
+
+  /// Writes `frames` frames of `left` and `right` interleaved (L R L R …) at `destination`, four
+  /// frames at a time.
+  /// - Realtime: safe
+  @inline(__always)
+  static func interleave(
+    _ left: UnsafePointer<Float>, _ right: UnsafePointer<Float>, into destination: UnsafeMutableRawPointer,
+    frames: Int
+  ) {
+    let (l, r) = (UnsafeRawPointer(left), UnsafeRawPointer(right))
+    var f = 0
+    while f + 4 <= frames {
+      let a = l.loadUnaligned(fromByteOffset: 4 * f, as: SIMD4<Float>.self)
+      let b = r.loadUnaligned(fromByteOffset: 4 * f, as: SIMD4<Float>.self)
+      destination.storeBytes(of: SIMD4(a[0], b[0], a[1], b[1]), toByteOffset: 8 * f, as: SIMD4<Float>.self)
+      destination.storeBytes(
+        of: SIMD4(a[2], b[2], a[3], b[3]), toByteOffset: 8 * f + 16, as: SIMD4<Float>.self)
+      f += 4
+    }
+    while f < frames {
+      destination.storeBytes(of: left[f], toByteOffset: 8 * f, as: Float.self)
+      destination.storeBytes(of: right[f], toByteOffset: 8 * f + 4, as: Float.self)
+      f += 1
+    }
   }
 
   /// Moves the audio thread to the waiting ring, once the consumer reads the one it writes now
@@ -182,7 +223,7 @@ public final class TapConsumer: @unchecked Sendable {
   /// Runs the audio thread's replacement once off it (first-run costs), on a fresh consumer.
   func warmReplacement(_ scratch: UnsafeMutablePointer<Float>, frames: Int) {
     resize(seconds: seconds)
-    push(scratch, frames: frames)
+    push(left: scratch, right: scratch, frames: frames)
     _ = read(into: scratch, maxFrames: frames)
     _ = read(into: scratch, maxFrames: frames)
   }
@@ -199,7 +240,7 @@ public final class TapConsumer: @unchecked Sendable {
 public final class TapTable: @unchecked Sendable {
   /// How many consumers can be attached at once.
   public static let slotCount = 8
-  /// The largest number of frames interleaved at once (larger cycles go in pieces).
+  /// The largest block the warm-up (`warm`) runs through a scratch consumer.
   static let chunkFrames = 8192
   private let slots: UnsafeMutablePointer<Atomic<UInt>>
   private let interleaved: UnsafeMutablePointer<Float>
@@ -278,20 +319,11 @@ public final class TapTable: @unchecked Sendable {
   @inline(__always)
   func write(_ tap: Tap, left: UnsafePointer<Float>, right: UnsafePointer<Float>, frames: Int) {
     guard attachedPerTap[tap.rawValue].load(ordering: .relaxed) > 0 else { return }
-    var offset = 0
-    while offset < frames {
-      let n = min(frames - offset, Self.chunkFrames)
-      for f in 0..<n {
-        interleaved[2 * f] = left[offset + f]
-        interleaved[2 * f + 1] = right[offset + f]
+    for i in 0..<Self.slotCount {
+      guard let p = UnsafeRawPointer(bitPattern: slots[i].load(ordering: .acquiring)) else { continue }
+      Unmanaged<TapConsumer>.fromOpaque(p)._withUnsafeGuaranteedRef {
+        if $0.tap == tap { $0.push(left: left, right: right, frames: frames) }
       }
-      for i in 0..<Self.slotCount {
-        guard let p = UnsafeRawPointer(bitPattern: slots[i].load(ordering: .acquiring)) else { continue }
-        Unmanaged<TapConsumer>.fromOpaque(p)._withUnsafeGuaranteedRef {
-          if $0.tap == tap { $0.push(interleaved, frames: n) }
-        }
-      }
-      offset += n
     }
   }
 
@@ -306,7 +338,7 @@ public final class TapTable: @unchecked Sendable {
     let n = min(max(frames, 1), Self.chunkFrames)
     let scratch = TapConsumer(tap: .output, seconds: 0.05, sampleRate: 48000)
     interleaved.update(repeating: 0, count: 2 * n)
-    scratch.push(interleaved, frames: n)
+    scratch.push(left: interleaved, right: interleaved + n, frames: n)
     _ = scratch.read(into: interleaved, maxFrames: n)
     scratch.warmReplacement(interleaved, frames: n)
     _ = attachedPerTap[0].load(ordering: .relaxed)

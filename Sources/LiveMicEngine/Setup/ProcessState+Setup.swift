@@ -59,7 +59,10 @@ extension ProcessState {
       cycles.load(ordering: .relaxed), framesRun.load(ordering: .relaxed), cycle.pointee.inputGain
     )
     cycle.pointee.inputGain = 0.5  // through the chain and `gateInput`
+    let metering = meters.isWanted
+    meters.setWanted(true)  // through the meters
     run(io, frames: n)
+    meters.setWanted(metering)
     cycle.pointee.inputGain = savedInputGain
     ramp.rewind()
     cycles.store(savedCycles, ordering: .relaxed)
