@@ -31,16 +31,21 @@ import Testing
     return 10 * log10(max(ms, 1e-20))
   }
 
+  /// `signal` rendered through `preset` at `output.volume=1` (`livemic render`); the left channel.
+  static func render(_ signal: [Float], preset: String) throws -> [Float] {
+    let input = LoudnessTests.temporary("held-\(preset)-\(UUID().uuidString.prefix(6)).wav")
+    defer { try? FileManager.default.removeItem(atPath: input) }
+    try LoudnessTests.writeWav(input, rate: rate, frames: signal.count) { f, _ in signal[f] }
+    let stereo = try LoudnessTargetRenderTests.render(input, preset: preset, target: nil, ["output.volume=1"])
+    return stride(from: 0, to: stereo.count, by: 2).map { stereo[$0] }
+  }
+
   @Test(
     "every preset that denoises keeps a sung note within 1 dB",
     arguments: ["voice", "hearing", "announce", "stream", "podcast"])
   func presetKeepsTheNote(_ preset: String) throws {
     let note = Self.sungNote()
-    let input = LoudnessTests.temporary("held-note-\(UUID().uuidString.prefix(6)).wav")
-    defer { try? FileManager.default.removeItem(atPath: input) }
-    try LoudnessTests.writeWav(input, rate: Self.rate, frames: note.count) { f, _ in note[f] }
-    let stereo = try LoudnessTargetRenderTests.render(input, preset: preset, target: nil, ["output.volume=1"])
-    let left = stride(from: 0, to: stereo.count, by: 2).map { stereo[$0] }
+    let left = try Self.render(note, preset: preset)
     let onset = Int(0.1 * Double(Self.rate))..<Int(0.6 * Double(Self.rate))
     let end = (note.count - 3 * Self.rate / 2)..<note.count
     let drop = Self.rmsDecibels(left, onset) - Self.rmsDecibels(left, end)
@@ -75,11 +80,7 @@ import Testing
     arguments: ["voice", "hearing", "announce", "stream", "podcast"])
   func presetReducesTheFloor(_ preset: String) throws {
     let noise = Self.pinkNoise()
-    let input = LoudnessTests.temporary("pink-floor-\(UUID().uuidString.prefix(6)).wav")
-    defer { try? FileManager.default.removeItem(atPath: input) }
-    try LoudnessTests.writeWav(input, rate: Self.rate, frames: noise.count) { f, _ in noise[f] }
-    let stereo = try LoudnessTargetRenderTests.render(input, preset: preset, target: nil, ["output.volume=1"])
-    let left = stride(from: 0, to: stereo.count, by: 2).map { stereo[$0] }
+    let left = try Self.render(noise, preset: preset)
     let window = (2 * Self.rate)..<min(left.count, noise.count)
     let reduction = Self.rmsDecibels(noise, window) - Self.rmsDecibels(left, window)
     print("[measured] \(preset): pink noise at -45 dBFS taken down " + String(format: "%.1f dB", reduction))
