@@ -243,7 +243,6 @@ public final class TapTable: @unchecked Sendable {
   /// The largest block the warm-up (`warm`) runs through a scratch consumer.
   static let chunkFrames = 8192
   private let slots: UnsafeMutablePointer<Atomic<UInt>>
-  private let interleaved: UnsafeMutablePointer<Float>
   /// Cycles the audio thread finished (after its last use of any consumer in that cycle).
   public let passes = Atomic<UInt64>(0)
   /// Consumers attached per tap, so a cycle with none skips the interleaving.
@@ -255,8 +254,6 @@ public final class TapTable: @unchecked Sendable {
     for i in 0..<Self.slotCount { (slots + i).initialize(to: Atomic(0)) }
     attachedPerTap = .allocate(capacity: Tap.allCases.count)
     for i in 0..<Tap.allCases.count { (attachedPerTap + i).initialize(to: Atomic(0)) }
-    interleaved = .allocate(capacity: 2 * Self.chunkFrames)
-    interleaved.initialize(repeating: 0, count: 2 * Self.chunkFrames)
   }
 
   deinit {
@@ -268,7 +265,6 @@ public final class TapTable: @unchecked Sendable {
     slots.deallocate()
     attachedPerTap.deinitialize(count: Tap.allCases.count)
     attachedPerTap.deallocate()
-    interleaved.deallocate()
   }
 
   /// Publishes `consumer` into a free slot; false when every slot is taken.
@@ -337,10 +333,12 @@ public final class TapTable: @unchecked Sendable {
   func warm(frames: Int) {
     let n = min(max(frames, 1), Self.chunkFrames)
     let scratch = TapConsumer(tap: .output, seconds: 0.05, sampleRate: 48000)
-    interleaved.update(repeating: 0, count: 2 * n)
-    scratch.push(left: interleaved, right: interleaved + n, frames: n)
-    _ = scratch.read(into: interleaved, maxFrames: n)
-    scratch.warmReplacement(interleaved, frames: n)
+    let block = UnsafeMutablePointer<Float>.allocate(capacity: 2 * n)
+    defer { block.deallocate() }
+    block.initialize(repeating: 0, count: 2 * n)
+    scratch.push(left: block, right: block + n, frames: n)
+    _ = scratch.read(into: block, maxFrames: n)
+    scratch.warmReplacement(block, frames: n)
     _ = attachedPerTap[0].load(ordering: .relaxed)
     _ = slots[0].load(ordering: .acquiring)
     _ = passes.load(ordering: .acquiring)
