@@ -129,3 +129,33 @@ import Testing
     #expect(abs(hz - 1234.5) < 2)
   }
 }
+
+extension FeedbackTests {
+  /// A howl building slowly (a loop gain just above unity) under continuous speech: the speech
+  /// masks it for some hops and stands beside it for others, so its track is broken up and
+  /// rarely more than 24 dB out; it must still be found while 10 dB below the talker's RMS.
+  @Test(
+    "A howl building at 12 dB/s under speech (RMS −20 dBFS) is notched before it reaches −30 dBFS",
+    arguments: [1234.5, 3390.0])
+  func slowHowlUnderSpeech(_ hz: Double) throws {
+    guard
+      let speech = try FeedbackLoopTests.speech(
+        "Testing the feedback suppressor: one, two, three, four, five. Six, seven, eight, nine, ten.")
+    else { return }
+    let onset = 24_000
+    let rate = 12.0
+    let x: [Float] = speech.indices.map { n in
+      guard n >= onset else { return speech[n] }
+      let t = Double(n - onset) / T.sampleRate
+      return speech[n] + Float(0.0018 * pow(10, rate * t / 20) * sin(2 * Double.pi * hz * t))
+    }
+    let (_, notches) = Self.run(x)
+    let first = try #require(notches.firstIndex { $0 > 0 }, "the howl was never notched")
+    let seconds = Double(first * 64 - onset) / T.sampleRate
+    let level = 20 * log10(0.0018) + rate * seconds
+    T.measured(
+      "feedback: howl at \(hz) Hz, +12 dB/s from -55 dBFS under speech: notched after "
+        + String(format: "%.2f s, at %.1f dBFS", seconds, level))
+    #expect(level <= -30)
+  }
+}

@@ -52,9 +52,12 @@ final class HowlDetector {
     var power: Float = 0
   }
 
-  static let trackCount = 16
+  static let trackCount = 24
   static let candidateCount = 8
   static let historyLength = 16
+  /// Hops a track may miss its peak (masked by speech) or see it unqualified in a row and keep
+  /// what it has counted (about 0.34 s at 48 kHz).
+  static let maskedHops = 32
   /// Largest frequency movement (in bins) of a feedback track.
   static let stableBins: Float = 0.35
   /// Lowest and highest analysed frequencies.
@@ -190,7 +193,7 @@ final class HowlDetector {
     for i in 0..<candidateTotal { follow(candidates[i]) }
     detectionCount = 0
     for t in 0..<Self.trackCount where tracks[t].alive {
-      if tracks[t].absent > 2 {
+      if tracks[t].absent > Self.maskedHops {
         tracks[t].alive = false
         continue
       }
@@ -255,13 +258,17 @@ final class HowlDetector {
     let qualified = !isHarmonicPart(k, candidate.power)
     var t = -1
     var free = -1
+    // With no free slot, the track that has missed its peak longest (not this hop's) gives way.
+    var stalest = -1
     for i in 0..<Self.trackCount {
       if tracks[i].alive {
         if abs(tracks[i].hz - hz) < binHz { t = i }
+        if tracks[i].absent > 1 && (stalest < 0 || tracks[i].absent > tracks[stalest].absent) { stalest = i }
       } else if free < 0 {
         free = i
       }
     }
+    if free < 0 { free = stalest }
     if t < 0 {
       guard free >= 0 else { return }
       t = free
@@ -282,7 +289,7 @@ final class HowlDetector {
       track.rejected = 0
     } else {
       track.rejected += 1
-      if track.rejected > 8 { track.hits = 0 }
+      if track.rejected > Self.maskedHops { track.hits = 0 }
     }
     tracks[t] = track
   }
@@ -302,7 +309,9 @@ final class HowlDetector {
   private func isFeedback(_ t: Int, _ c: Criteria) -> Bool {
     let track = tracks[t]
     if track.absent > 0 || track.rejected > 0 { return false }
-    if track.hits >= c.steadyHops && track.prominence >= 4 * c.prominence { return true }
+    // Steady: a qualified candidate (prominent) at one frequency for `steadyHops` hops, gaps
+    // included (a howl under speech, or chopped by the loop's dropouts, rarely stands out more).
+    if track.hits >= c.steadyHops { return true }
     return grew(t, over: c.fastHops, by: c.growthDecibels)
       || grew(t, over: Self.historyLength - 1, by: 1.5 * c.growthDecibels)
   }
