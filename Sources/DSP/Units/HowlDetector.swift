@@ -43,7 +43,6 @@ final class HowlDetector {
     var rejected = 0
     /// Consecutive hops the peak was absent.
     var absent = 0
-    var prominence: Float = 0
     var alive = false
   }
 
@@ -278,7 +277,6 @@ final class HowlDetector {
     if track.absent == 0 { return }  // already matched at this hop by a stronger candidate
     track.absent = 0
     track.hz = hz
-    track.prominence = candidate.power / max(sidePower(k), 1e-30)
     if abs(hz - track.referenceHz) > Self.stableBins * binHz {
       // Moved: not feedback (vibrato, melody); start over from here.
       (track.referenceHz, track.hits, track.rejected) = (hz, 0, 0)
