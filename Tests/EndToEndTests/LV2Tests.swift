@@ -12,9 +12,8 @@ extension EndToEnd {
     static let convo = "http://gareus.org/oss/lv2/convoLV2#Mono"
     static let zeroconvolv = "http://gareus.org/oss/lv2/zeroconvolv#Mono"
     static let fil4 = "http://gareus.org/oss/lv2/fil4#stereo"
-    /// The period for tests that compare samples: at 64 frames (1.3 ms) the unprivileged
-    /// dummy server here reports xruns every few hundred milliseconds, at 256 hardly ever.
-    static let period = 256
+    /// The period for tests that compare samples (`JackServer.takePeriod`).
+    static let period = JackServer.takePeriod
 
     static func measured(_ line: String) { print("[measured] \(line)") }
 
@@ -326,7 +325,7 @@ extension EndToEnd {
       defer { try? FileManager.default.removeItem(at: folder) }
       let file = folder.appendingPathComponent("rtguard.txt")
       let rig = try LiveAudioTests.rig(
-        ["-p", "voice"] + Self.guardedPlugins, signal: .sine(frequencyHz: 220, amplitude: 0.3),
+        ["-p", "voice"] + Self.guardedPlugins, signal: .sine(frequencyHz: 220, amplitude: 0.3), period: 256,
         guardOutput: file)
       func cycles() -> Int { Int(RealtimeGuard.counters(file)["cycles"] ?? "0") ?? 0 }
       #expect(waitUntil(seconds: 20) { cycles() >= 2000 }, "only \(cycles()) cycles")

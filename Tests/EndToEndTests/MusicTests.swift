@@ -10,9 +10,9 @@ extension EndToEnd {
     /// `monitor`, in_4 the voice directly and in_5 `monitor_1`.
     static func rig(
       _ arguments: [String], voice: TestSignal, music: TestSignal, monitor: Bool = false,
-      guardOutput: URL? = nil
+      guardOutput: URL? = nil, period: Int = JackServer.takePeriod
     ) throws -> (JackServer, [TestClient], TestClient, LiveMicProcess) {
-      let server = try JackServer(period: 256)
+      let server = try JackServer(period: period)
       let voiceGenerator = try TestClient(
         name: "lmvoice", server: server.name, signal: voice, captureChannels: 0)
       let musicGenerator = try TestClient(
@@ -307,7 +307,7 @@ extension EndToEnd {
           "--loudness-target", "-16",
         ],
         voice: .sine(frequencyHz: 300, amplitude: 0.3),
-        music: .sine(frequencyHz: 1000, amplitude: 0.3), monitor: true, guardOutput: counters)
+        music: .sine(frequencyHz: 1000, amplitude: 0.3), monitor: true, guardOutput: counters, period: 256)
       func cycles() -> Int { Int(RealtimeGuard.counters(counters)["cycles"] ?? "0") ?? 0 }
       #expect(waitUntil(seconds: 20) { cycles() >= 2000 }, "only \(cycles()) cycles")
       #expect(livemic.interrupt() == 0)

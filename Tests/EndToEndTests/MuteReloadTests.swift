@@ -6,7 +6,7 @@ extension EndToEnd {
   struct MuteReloadTests {
     /// Issue 14: reloads interleaved with every mute mode, sets and unmutes. After each reload
     /// status names the new preset and the mode is kept; after each unmute the measured level is
-    /// the last preset's at the last volume set. 40 rounds of 5 reloads (200); each round's
+    /// the last preset's at the last volume set. 20 rounds of 10 reloads (200); each round's
     /// measurement waits out the 1 s unmute ramp.
     @Test("200 reloads interleaved with ramp, input and suspend mutes, sets and unmutes")
     func reloadsDuringMutes() throws {
@@ -55,12 +55,12 @@ extension EndToEnd {
       }
       let modes = ["ramp", "input", "suspend"]
       var reloads = 0
-      for round in 0..<40 {
+      for round in 0..<20 {
         let mode = modes[(round + random(3)) % 3]
         let muted = ask(["cmd": "mute", "mode": mode])
         #expect(muted["ok"] as? Bool == true, "round \(round): mute \(mode): \(muted)")
         var playing = presets[0]
-        for _ in 0..<5 {
+        for _ in 0..<10 {
           playing = presets[random(2)]
           let loaded = ask(["cmd": "preset", "action": "load", "name": playing.request])
           #expect(loaded["preset"] as? String == playing.name, "round \(round): \(loaded)")

@@ -82,7 +82,9 @@ extension EndToEnd {
     /// denoise, aec and leveler on WebRTC's engine (mode `webrtc`): WebRTC locks and allocates
     /// in its processing, which runs on its helper thread; the process callback only hands
     /// frames over.
-    @Test("WebRTC's denoise, aec and leveler: zero counted in the process callback, audio through")
+    @Test(
+      "WebRTC's denoise, aec and leveler: zero counted in the process callback, across a rebuild for a longer period"
+    )
     func webrtcEnginesAreRealtimeSafe() throws {
       let folder = Paths.temporaryFolder("guardwebrtc")
       defer { try? FileManager.default.removeItem(at: folder) }
@@ -102,6 +104,14 @@ extension EndToEnd {
         "aec 1343, denoise 1295, leveler 1007 frames (two frames and WebRTC's own delay): \(livemic.log)"
       )
       #expect(waitUntil(seconds: 20) { cycles() >= 2000 }, "only \(cycles()) cycles")
+      // A period over 10 ms: the helpers need a period of latency beyond the frame (1504 frames
+      // and WebRTC's own delay each, 544 more than at 64), so the chain is built again and
+      // crossfaded in, and the guard still counts nothing.
+      #expect(capture.setBufferSize(1024) == 0)
+      #expect(
+        livemic.waitForLog(
+          "the chain was built again for 1024 frames per period (latency 3645 → 5277 frames)"),
+        "\(livemic.log)")
       let start = capture.frameCount
       try capture.record(frames: 24000)
       let out = capture.recording(channel: 1, from: start).samples

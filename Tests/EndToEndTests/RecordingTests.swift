@@ -5,13 +5,14 @@ extension EndToEnd {
   /// Recordings and the output stream on a real jackd (dummy backend), with the release binary.
   @Suite("Recording and taps", .serialized)
   struct RecordingTests {
-    /// A server (period 256), a frame-code generator, a capture client recording the
+    /// A server (`JackServer.takePeriod`), a frame-code generator, a capture client recording the
     /// generator (in_1) and LiveMic's outputs (in_2, in_3) for `captureSeconds`, then LiveMic
     /// (`-p flat`, so the output is the input bit for bit once the start ramp is done).
     static func rig(
-      _ arguments: [String], captureSeconds: Double, environment: [String: String], guardOutput: URL? = nil
+      _ arguments: [String], captureSeconds: Double, environment: [String: String], guardOutput: URL? = nil,
+      period: Int = JackServer.takePeriod
     ) throws -> (JackServer, TestClient, TestClient, LiveMicProcess) {
-      let server = try JackServer(period: 256)
+      let server = try JackServer(period: period)
       let generator = try TestClient(
         name: "lmgen", server: server.name, signal: .frameCode, captureChannels: 0)
       let capture = try TestClient(
@@ -58,7 +59,7 @@ extension EndToEnd {
       // nothing). Each shifts the reference once.
       let xruns =
         Int(capture.xruns.load(ordering: .relaxed)) + missedCycles + capture.frameTimeGaps
-      let allowed = xruns * 4 * 256
+      let allowed = xruns * 4 * JackServer.takePeriod
       // On PipeWire one dropped cycle was once seen to move the alignment twice, identically in
       // the input tap, the output tap and the FIFO stream (three separate writers, so the server's
       // timing, not a writer): there a counted drop may account for two offsets.
@@ -216,7 +217,7 @@ extension EndToEnd {
     func killedRecordingIsReadable() throws {
       let folder = Paths.temporaryFolder("kill")
       defer { try? FileManager.default.removeItem(at: folder) }
-      let server = try JackServer(period: 256)
+      let server = try JackServer(period: JackServer.takePeriod)
       defer { server.stop() }
       let takes = folder.appendingPathComponent("takes")
       let livemic = try LiveMicProcess(
@@ -242,7 +243,7 @@ extension EndToEnd {
     func recordingsAcrossReconnection() throws {
       let folder = Paths.temporaryFolder("sessions")
       defer { try? FileManager.default.removeItem(at: folder) }
-      let server = try JackServer(period: 256)
+      let server = try JackServer(period: JackServer.takePeriod)
       defer { server.stop() }
       let (whole, sessions) = (
         folder.appendingPathComponent("whole"), folder.appendingPathComponent("sessions")
@@ -255,7 +256,7 @@ extension EndToEnd {
         environment: ["XDG_RUNTIME_DIR": folder.path])
       #expect(livemic.waitForLog("recording 2 started"), "\(livemic.log)")
       usleep(1_000_000)
-      try server.killAndRestart(period: 256)
+      try server.killAndRestart(period: JackServer.takePeriod)
       #expect(livemic.waitForLog("recording 3 started"), "\(livemic.log)")
       usleep(1_000_000)
       #expect(livemic.interrupt() == 0)
@@ -326,7 +327,7 @@ extension EndToEnd {
       ]
       do {
         let (server, generator, capture, livemic) = try Self.rig(
-          consumers, captureSeconds: 4, environment: env, guardOutput: counters)
+          consumers, captureSeconds: 4, environment: env, guardOutput: counters, period: 256)
         defer {
           generator.close()
           capture.close()

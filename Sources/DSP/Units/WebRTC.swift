@@ -17,6 +17,21 @@ public enum ProcessingContext {
   public static var helperPriority: Int32 { priority.load(ordering: .relaxed) }
   /// Sets it: one below the JACK client's real-time priority, or 0 when the client is not real-time.
   public static func setHelperPriority(_ value: Int32) { priority.store(max(value, 0), ordering: .relaxed) }
+
+  private static let period = Atomic<Int>(0)
+  /// The host's period (JACK's buffer size) in frames, 0 when unknown: a unit that hands work to
+  /// a helper thread declares latency enough for a whole period.
+  public static var hostPeriodFrames: Int { period.load(ordering: .relaxed) }
+  /// Sets it (the session, before it builds a chain for a client or a new buffer size).
+  public static func setHostPeriod(frames: Int) { period.store(max(frames, 0), ordering: .relaxed) }
+
+  /// The helper-thread latency for frames of `frameLength`: the frame itself, then the time the
+  /// helper has to process it, at least one frame and at least one host period (a period longer
+  /// than a frame pushes several frames at once, and all of them are due before the next
+  /// cycle). Offline the frames are processed inline: two frames, whatever the block.
+  public static func helperLatencyFrames(frameLength: Int) -> Int {
+    frameLength + (isOffline ? frameLength : max(frameLength, hostPeriodFrames))
+  }
 }
 
 /// One WebRTC audio-processing instance (libwebrtc-audio-processing, through the `CWebRTC`
@@ -25,10 +40,12 @@ public enum ProcessingContext {
 /// WebRTC's `ProcessStream` takes a mutex and may allocate, so in real time it runs on the
 /// shim's helper thread, one real-time priority below JACK's client thread when the client runs
 /// in real time (`ProcessingContext.helperPriority`): the audio
-/// thread only writes preallocated rings, posts a semaphore and reads the output two 10 ms
-/// frames later (`latencyFrames`): the frame itself, and a frame of time for the helper, which
-/// suffices for JACK periods up to 10 ms (480 frames at 48 kHz). A frame the helper has not
-/// finished in time is played dry and counted (`lateFrames`). Offline
+/// thread only writes preallocated rings, posts a semaphore and reads the output later by
+/// `latencyFrames`: the 10 ms frame itself, then a frame of time for the helper or, at JACK
+/// periods over 10 ms (480 frames at 48 kHz), a whole period
+/// (`ProcessingContext.helperLatencyFrames`; the session builds the chain again when the period
+/// grows). A frame the helper has not finished in time is played dry and counted
+/// (`lateFrames`). Offline
 /// (`ProcessingContext.isOffline`) the frames are processed inline, deterministically, with the
 /// same latency.
 ///
@@ -45,7 +62,8 @@ final class WebRTCProcessor {
     let frame = Int(sampleRate / 100)
     guard
       let handle = livemic_webrtc_create(
-        Int32(sampleRate), features, Int32(2 * frame), ProcessingContext.helperPriority, offline ? 1 : 0)
+        Int32(sampleRate), features, Int32(ProcessingContext.helperLatencyFrames(frameLength: frame)),
+        ProcessingContext.helperPriority, offline ? 1 : 0)
     else { return nil }
     self.handle = handle
     self.maxFrames = max(maxFrames, 1)
@@ -98,11 +116,12 @@ final class WebRTCProcessor {
 
 /// WebRTC's noise suppression (the `webrtc` engine of `denoise`): a speech/noise classifier on
 /// spectral features, stronger on non-stationary noise than speexdsp's. Mono; latency 27 ms
-/// at 48 kHz (two 10 ms frames and WebRTC's own 7 ms), declared.
+/// at 48 kHz (two 10 ms frames and WebRTC's own 7 ms; at a JACK period over 10 ms, one frame, the
+/// period and WebRTC's own), declared.
 public struct WebRTCDenoise: VoiceUnit {
   public static let typeName = "webrtc-denoise"
   public static let summary =
-    "Noise suppression with WebRTC's audio processing (the library of PulseAudio's and PipeWire's echo cancellers); mono, adds 27 ms of latency at 48 kHz."
+    "Noise suppression with WebRTC's audio processing (the library of PulseAudio's and PipeWire's echo cancellers); mono, adds 27 ms of latency at 48 kHz (more at JACK periods over 10 ms: a period instead of one of its two frames)."
   public static let parameters = [
     ParameterSpec(
       "suppression_db", unit: "dB", range: 0...60, default: 25,
@@ -143,12 +162,12 @@ public struct WebRTCDenoise: VoiceUnit {
 
 /// WebRTC's acoustic echo canceller (the `webrtc` engine of `aec`, with the extended filter and
 /// delay-agnostic mode, as PulseAudio's and PipeWire's echo-cancel use it). The reference is the
-/// music bed or the output, as for `aec` (`ReferenceChoice`). Mono; latency 28 ms at 48 kHz,
-/// declared.
+/// music bed or the output, as for `aec` (`ReferenceChoice`). Mono; latency 28 ms at 48 kHz
+/// (more at JACK periods over 10 ms, as for `WebRTCDenoise`), declared.
 public struct WebRTCEchoCanceller: VoiceUnit {
   public static let typeName = "webrtc-aec"
   public static let summary =
-    "Echo cancellation with WebRTC's audio processing (extended filter, delay-agnostic); mono, adds 28 ms of latency at 48 kHz."
+    "Echo cancellation with WebRTC's audio processing (extended filter, delay-agnostic); mono, adds 28 ms of latency at 48 kHz (more at JACK periods over 10 ms: a period instead of one of its two frames)."
   public static let parameters = [
     ParameterSpec(
       "residual_db", unit: "dB", range: 0...60, default: 0,
@@ -194,11 +213,12 @@ public struct WebRTCEchoCanceller: VoiceUnit {
 }
 
 /// WebRTC's adaptive digital gain control with its limiter (the `webrtc` engine of `leveler`).
-/// Mono; latency 21 ms at 48 kHz, declared.
+/// Mono; latency 21 ms at 48 kHz (more at JACK periods over 10 ms, as for `WebRTCDenoise`),
+/// declared.
 public struct WebRTCLeveler: VoiceUnit {
   public static let typeName = "webrtc-leveler"
   public static let summary =
-    "Automatic gain control with WebRTC's audio processing (adaptive digital, with its limiter); mono, adds 21 ms of latency at 48 kHz."
+    "Automatic gain control with WebRTC's audio processing (adaptive digital, with its limiter); mono, adds 21 ms of latency at 48 kHz (more at JACK periods over 10 ms: a period instead of one of its two frames)."
   public static let parameters = [
     ParameterSpec(
       "target_db", unit: "dBFS", range: -31...0, default: -20,

@@ -44,10 +44,13 @@ extension LiveSession {
         return nil
       }
       guard let client = opened else { continue }
-      if client.sampleRate != running.chain.sampleRate {
+      let newPeriod = running.dependsOnPeriod && client.bufferFrames != ProcessingContext.hostPeriodFrames
+      if client.sampleRate != running.chain.sampleRate || newPeriod {
         do {
           report(skipped: try running.reprepare(settings: settings(for: client)))
-          Log.info("sample rate is now \(Int(client.sampleRate)) Hz: the chain was re-prepared")
+          Log.info(
+            "\(Int(client.sampleRate)) Hz, \(client.bufferFrames) frames per period: the chain was re-prepared"
+          )
         } catch {
           Log.error("cannot re-prepare the chain at \(Int(client.sampleRate)) Hz: \(error.description)")
           client.close()
@@ -165,7 +168,7 @@ extension LiveSession {
       if unmuteRequested.exchange(false, ordering: .acquiringAndReleasing) { _ = unmute(client, state) }
       reportXruns(client, &watch)
       for line in running.drainPluginLogs() { Log.info(line) }
-      reportFormatChanges(events, &watch)
+      if reportFormatChanges(events, &watch) { followPeriod(client, state) }
     }
   }
 
@@ -297,10 +300,11 @@ extension LiveSession {
     watch.lastXrunReport = now
   }
 
-  /// Logs a new buffer size or sample rate.
-  private func reportFormatChanges(_ events: EngineEvents, _ watch: inout Watch) {
+  /// Logs a new buffer size or sample rate; true when the buffer size changed.
+  private func reportFormatChanges(_ events: EngineEvents, _ watch: inout Watch) -> Bool {
     let frames = events.bufferFrames.load(ordering: .relaxed)
-    if frames != watch.bufferFrames {
+    let periodChanged = frames != watch.bufferFrames
+    if periodChanged {
       watch.bufferFrames = frames
       Log.info("buffer size is now \(frames) frames")
     }
@@ -309,5 +313,6 @@ extension LiveSession {
       watch.sampleRate = rate
       Log.info("sample rate is now \(rate) Hz")
     }
+    return periodChanged
   }
 }

@@ -329,11 +329,15 @@ public final class LiveSession: @unchecked Sendable {
   /// How plugins are run on this client: at its rate, in blocks of its period; with one input,
   /// both channels start out the same.
   func settings(for client: JackClient) -> HostSettings {
-    // Helper threads of the units built next (WebRTC's) run just below the audio thread.
+    // The period now (it may have changed since the client opened).
+    let frames = max(Int(client.events.bufferFrames.load(ordering: .relaxed)), 1)
+    // Helper threads of the units built next (WebRTC's) run just below the audio thread, with
+    // latency enough for a whole period.
     ProcessingContext.setHelperPriority((client.realtimePriority ?? 1) - 1)
+    ProcessingContext.setHostPeriod(frames: frames)
     return HostSettings(
-      sampleRate: client.sampleRate, maxBlockFrames: client.bufferFrames,
-      nominalBlockFrames: client.bufferFrames, fixedBlocks: true, identicalChannels: options.inputCount == 1)
+      sampleRate: client.sampleRate, maxBlockFrames: frames, nominalBlockFrames: frames, fixedBlocks: true,
+      identicalChannels: options.inputCount == 1)
   }
 
   /// Registers the ports and activates `chain` on `client` as the state's audio says: silent

@@ -59,8 +59,13 @@ final class RunningChain {
     pluginsOff = preset.pluginsOffReason
   }
 
-  /// Builds the same entries again for a new sample rate, keeping every settable parameter's
-  /// value; returns the plugin stages left out. On an error the running chain is kept.
+  /// True when the chain has units that hand frames to a helper thread (WebRTC's), whose
+  /// declared latency depends on the period it was built for
+  /// (`ProcessingContext.helperLatencyFrames`).
+  var dependsOnPeriod: Bool { entries.contains { $0.unit?.type.hasPrefix("webrtc-") == true } }
+
+  /// Builds the same entries again for a new sample rate or period, keeping every settable
+  /// parameter's value; returns the plugin stages left out. On an error the running chain is kept.
   func reprepare(settings: HostSettings) throws(BuildError) -> [(id: String, message: String)] {
     let built = try ChainBuilder.build(entries, settings: settings)
     carryValues(to: built.chain)

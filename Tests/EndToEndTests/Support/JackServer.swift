@@ -17,14 +17,15 @@ final class JackServer {
   /// The PipeWire daemon's configuration folder (`PIPEWIRE_CONFIG_DIR`).
   private var configFolder: URL { log.deletingPathExtension().appendingPathExtension("conf.d") }
 
-  /// The period of servers whose tests measure audio in takes (`retaking`): 256 frames, not
-  /// 64. Measured on the 2-vCPU CI machine with `scripts/xrun-probe` (a dummy jackd
-  /// `-R -P 70`, LiveMic and jack_metro, 60 s): at 64 frames jackd logged 23 xruns, 54 with a
-  /// busy loop per core; at 256 frames 7 and 5. The host preempts the VM's cores for
-  /// milliseconds at a time, which a 1.3 ms cycle cannot absorb: takes at 64 frames were spoilt
-  /// often enough that plain runs crossed the 5% line. Tests about small periods (the
-  /// real-time guard, buffer-size changes, latency) keep choosing 64 themselves.
-  static let takePeriod = 256
+  /// The period of servers whose tests measure audio in takes (`retaking`): 1024 frames
+  /// (21 ms). The host preempts the 2-vCPU CI machine's cores for milliseconds at a time: at
+  /// 64 frames `scripts/xrun-probe` logged 23 xruns in 60 s, at 256 frames 7. On a noisier
+  /// day (2026-12-02) the capture of a generator alone, no LiveMic, lost 21-22 cycles in 20 s at
+  /// 256 frames on jackd and 5 on PipeWire, and 30% of the suite's takes were spoilt; at 1024
+  /// frames it lost none, and 2 in 80 s with LiveMic running flat, eg-amp and voice beside it.
+  /// Tests about small periods (the real-time guard, buffer-size changes, latency, the
+  /// event stream) keep choosing 64 themselves.
+  static let takePeriod = 1024
 
   init(period: Int = 64, sampleRate: Int = 48000) throws {
     name = "lmtestsrv\(getpid())x\(Self.counter.next())"

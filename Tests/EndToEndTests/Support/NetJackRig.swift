@@ -43,7 +43,7 @@ final class NetJackRig {
 
   /// Starts the master, loads `netmanager` into it, starts the slave with `networkLatency`
   /// periods of network latency (the net backend's `-l`) and waits until they are joined.
-  init(period: Int = 256, networkLatency: Int = 2) throws {
+  init(period: Int = JackServer.takePeriod, networkLatency: Int = 2) throws {
     let n = Self.counter.next()
     let id = "\(getpid())x\(n)"
     masterName = "lmnetmaster\(id)"
