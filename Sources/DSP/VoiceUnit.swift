@@ -72,8 +72,14 @@ public enum ReferenceSource: Sendable {
 }
 
 /// An echo canceller's choice between its two references (`aec.reference`): the music bed while
-/// it plays (the default), else the output; or the output always. Decided per block: the
-/// output's block is taken only when no music block came in the cycle before.
+/// it plays (the default), else the output; or the output always.
+///
+/// One block a cycle: the canceller pairs its near end with its reference by position, so the
+/// reference stream gets exactly one block for each block of microphone. A cycle hands the
+/// output's block first, then (while the music bed plays) the music's; the output's is taken
+/// only when no music block came in the cycle before, and a music block is left out in the cycle
+/// whose output block was taken (the first with music). When the music stops, the cycle it
+/// stopped in has no reference block (its output's came before that was known).
 ///
 /// Thread: the audio thread (a value the unit owns).
 public struct ReferenceChoice: Sendable {
@@ -85,6 +91,8 @@ public struct ReferenceChoice: Sendable {
   public var outputOnly = false
   /// Cycles left in which a music block counts as recent.
   private var musicCycles = 0
+  /// Whether this cycle's output block was taken (the cycle's reference block is then given).
+  private var outputTaken = false
 
   public init() {}
 
@@ -95,11 +103,20 @@ public struct ReferenceChoice: Sendable {
     case .music:
       guard !outputOnly else { return false }
       musicCycles = 2
+      // The output's block stood in for this cycle already: the music from the next.
+      if outputTaken {
+        outputTaken = false
+        return false
+      }
       return true
     case .output:
-      if outputOnly || musicCycles == 0 { return true }
+      if outputOnly || musicCycles == 0 {
+        outputTaken = true
+        return true
+      }
       musicCycles -= 1
-      return musicCycles == 0  // the music stopped: the output from the cycle after
+      outputTaken = musicCycles == 0  // the music stopped: the output from the cycle after
+      return outputTaken
     }
   }
 }
