@@ -75,9 +75,13 @@ extension EndToEnd {
 
     static let gainDecibels = -7.0
 
-    static func run(_ speech: [Float], suppressor: Bool, preset: String) throws -> Outcome {
+    /// One run of the loop, and the evidence that the server spoilt it (nil: clean): cycles
+    /// LiveMic missed while the room played (on PipeWire a lost cycle is no xrun, and in a closed
+    /// loop it is a step the suppressor did not make).
+    static func run(_ speech: [Float], suppressor: Bool, preset: String, period: Int) throws -> Take<Outcome>
+    {
       let source = speech + [Float](repeating: 0, count: 48_000)
-      let server = try JackServer(period: 256)
+      let server = try JackServer(period: period)
       defer { server.stop() }
       let room = try RoomClient(
         name: "lmroom", server: server.name, source: source, gainDecibels: gainDecibels, delayFrames: 720)
@@ -91,24 +95,39 @@ extension EndToEnd {
         throw HarnessError("livemic did not start: \(livemic.log)")
       }
       usleep(1_100_000)  // past the start ramp
+      let missedBefore = Witness.missedCycles(client: "lmloop", environment: [:])?.count
       room.start()
       #expect(waitUntil(seconds: 15) { room.played.load(ordering: .acquiring) >= source.count })
+      let missedAfter = Witness.missedCycles(client: "lmloop", environment: [:])?.count
       #expect(livemic.interrupt() == 0)
+      var spoilt: String?
+      if let missedBefore, let missedAfter, missedAfter > missedBefore {
+        spoilt = "LiveMic missed \(missedAfter - missedBefore) cycles"
+      } else if missedBefore == nil || missedAfter == nil {
+        spoilt = "LiveMic did not report its missed cycles"
+      }
       let y = room.recording
       guard y.count == source.count else {
         throw HarnessError("the room heard \(y.count) of \(source.count) frames")
       }
       let reference = rms(speech[...])
       let n = speech.count
-      return Outcome(
+      let outcome = Outcome(
         speechEnd: decibels(rms(y[(n - 48_000)..<n]) / reference),
         tail: decibels(rms(y[(y.count - 19_200)...]) / reference),
         peak: decibels(Double(y.map { abs($0) }.max() ?? 0)),
         tone: strongestTone(y[(y.count - 19_200)...]), xruns: room.xruns.load(ordering: .relaxed))
+      return Take(outcome, spoilt: spoilt)
     }
 
-    @Test("closed loop over JACK: where the chain without 'feedback' howls, the chain with it stays stable")
-    func suppressorKeepsTheLoopStable() throws {
+    /// At 512 frames, not 256: on PipeWire at 256 this VM spoilt all four takes of a run in one
+    /// of three (LiveMic missing 2-6 cycles in 4 s), at 512 none of three. At 1024 frames the
+    /// suppressor does not hold this loop (the same every run: tail -18.3 dB re the speech, a
+    /// 3380 Hz tone): a defect found on 2026-12-02 and not yet fixed, recorded as a known issue.
+    @Test(
+      "closed loop over JACK: where the chain without 'feedback' howls, the chain with it stays stable",
+      arguments: [512, 1024])
+    func suppressorKeepsTheLoopStable(period: Int) throws {
       let started = Date()
       let speech = try spokenSentence("Testing the feedback loop: one, two, three.")
       let folder = Paths.temporaryFolder("loop")
@@ -119,11 +138,13 @@ extension EndToEnd {
         {"unit": "limiter", "params": {"ceiling_db": -1}}, {"unit": "output"}]}
       """#.write(to: preset, atomically: true, encoding: .utf8)
       var outcomes: [Bool: Outcome] = [:]
-      for suppressor in [false, true] {
-        let o = try Self.run(speech, suppressor: suppressor, preset: preset.path)
+      for suppressor in period == 1024 ? [true] : [false, true] {
+        let o = try retaking("the loop \(suppressor ? "with" : "without") the suppressor") {
+          try Self.run(speech, suppressor: suppressor, preset: preset.path, period: period)
+        }
         outcomes[suppressor] = o
         print(
-          "[measured] feedback loop over JACK, G \(Self.gainDecibels) dB, "
+          "[measured] feedback loop over JACK at \(period) frames, G \(Self.gainDecibels) dB, "
             + (suppressor ? "with" : "without") + " the suppressor: "
             + String(
               format:
@@ -131,9 +152,15 @@ extension EndToEnd {
               o.speechEnd, o.tail, o.peak, o.tone.hz, o.tone.shareDecibels, o.xruns)
             + (o.stable ? "stable" : "howls"))
       }
-      #expect(outcomes[false]?.stable == false, "without the suppressor the loop should howl")
-      #expect((outcomes[false]?.peak ?? -100) > -6, "the howl should reach the limiter's ceiling")
-      #expect(outcomes[true]?.stable == true, "with the suppressor the loop should stay stable")
+      if period == 1024 {
+        withKnownIssue("at 1024 frames the feedback suppressor does not hold the loop") {
+          #expect(outcomes[true]?.stable == true, "with the suppressor the loop should stay stable")
+        }
+      } else {
+        #expect(outcomes[false]?.stable == false, "without the suppressor the loop should howl")
+        #expect((outcomes[false]?.peak ?? -100) > -6, "the howl should reach the limiter's ceiling")
+        #expect(outcomes[true]?.stable == true, "with the suppressor the loop should stay stable")
+      }
       print(
         "[measured] feedback loop over JACK took "
           + String(format: "%.1f s", Date().timeIntervalSince(started)))
