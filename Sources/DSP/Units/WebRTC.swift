@@ -32,6 +32,14 @@ public enum ProcessingContext {
   public static func helperLatencyFrames(frameLength: Int) -> Int {
     frameLength + (isOffline ? frameLength : max(frameLength, hostPeriodFrames))
   }
+
+  /// Whether units built for `hostPeriodFrames` declare another latency at a period of
+  /// `frames` (then they are built again): only when either period is longer than a 10 ms frame
+  /// at `sampleRate`.
+  public static func helperLatencyChanges(toPeriod frames: Int, sampleRate: Double) -> Bool {
+    let frame = Int(sampleRate / 100)
+    return max(frame, hostPeriodFrames) != max(frame, frames)
+  }
 }
 
 /// One WebRTC audio-processing instance (libwebrtc-audio-processing, through the `CWebRTC`

@@ -8,9 +8,13 @@ extension LiveSession {
   /// (WebRTC's) declared latency for the old period, and at a longer one its helper would be
   /// handed frames too late and play them dry. Such a chain is built again for the new period
   /// (every value carried over), warmed here and crossfaded in like a preset load; the
-  /// supervisor then reports the new latency to JACK. Other chains run on unchanged.
+  /// supervisor then reports the new latency to JACK. Other chains, and changes between periods
+  /// up to 10 ms (the same latency), run on unchanged.
   func followPeriod(_ client: JackClient, _ state: ProcessState) {
-    guard running.dependsOnPeriod else { return }
+    let frames = Int(client.events.bufferFrames.load(ordering: .relaxed))
+    guard running.dependsOnPeriod,
+      ProcessingContext.helperLatencyChanges(toPeriod: frames, sampleRate: client.sampleRate)
+    else { return }
     let before = running.chain.latencyFrames
     do {
       report(skipped: try running.reprepare(settings: settings(for: client)))

@@ -44,7 +44,10 @@ extension LiveSession {
         return nil
       }
       guard let client = opened else { continue }
-      let newPeriod = running.dependsOnPeriod && client.bufferFrames != ProcessingContext.hostPeriodFrames
+      let newPeriod =
+        running.dependsOnPeriod
+        && ProcessingContext.helperLatencyChanges(
+          toPeriod: client.bufferFrames, sampleRate: client.sampleRate)
       if client.sampleRate != running.chain.sampleRate || newPeriod {
         do {
           report(skipped: try running.reprepare(settings: settings(for: client)))
