@@ -122,8 +122,9 @@ extension EndToEnd {
 
     /// At 512 frames, not 256: on PipeWire at 256 this VM spoilt all four takes of a run in one
     /// of three (LiveMic missing 2-6 cycles in 4 s), at 512 none of three. At 1024 frames the
-    /// suppressor does not hold this loop (the same every run: tail -18.3 dB re the speech, a
-    /// 3380 Hz tone): a defect found on 2026-12-02 and not yet fixed, recorded as a known issue.
+    /// suppressor did not hold this loop before 2026-12-02 (the same every run: tail −18.3 dB re
+    /// the speech, a 3380 Hz cluster of beating modes that never stood out from its near sides;
+    /// the offline `FeedbackLoopTests.stableAtLongPeriods` reproduces it).
     @Test(
       "closed loop over JACK: where the chain without 'feedback' howls, the chain with it stays stable",
       arguments: [512, 1024])
@@ -156,15 +157,11 @@ extension EndToEnd {
               o.speechEnd, o.tail, o.peak, o.tone.hz, o.tone.shareDecibels, o.xruns)
             + (o.stable ? "stable" : "howls"))
       }
-      if period == 1024 {
-        withKnownIssue("at 1024 frames the feedback suppressor does not hold the loop") {
-          #expect(outcomes[true]?.stable == true, "with the suppressor the loop should stay stable")
-        }
-      } else {
+      if period != 1024 {
         #expect(outcomes[false]?.stable == false, "without the suppressor the loop should howl")
         #expect((outcomes[false]?.peak ?? -100) > -6, "the howl should reach the limiter's ceiling")
-        #expect(outcomes[true]?.stable == true, "with the suppressor the loop should stay stable")
       }
+      #expect(outcomes[true]?.stable == true, "with the suppressor the loop should stay stable")
       print(
         "[measured] feedback loop over JACK took "
           + String(format: "%.1f s", Date().timeIntervalSince(started)))

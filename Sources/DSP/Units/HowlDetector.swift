@@ -34,9 +34,13 @@ final class HowlDetector {
   /// One followed peak.
   struct Track {
     var hz: Float = 0
-    /// The frequency the track started at: a track whose peak moves further than
-    /// `stableBins` from it starts over (vibrato, speech melody).
-    var referenceHz: Float = 0
+    /// The band the track's peak has stayed in since it started: a track whose band grows wider
+    /// than `stableBins` starts over (vibrato, speech melody). A band, not a distance from the
+    /// first frequency: in a long loop (delay over ~40 ms, modes closer than two bins) a howl is
+    /// a few neighbouring modes that beat, and its peak moves about their centre by up to a bin
+    /// from hop to hop.
+    var lowHz: Float = 0
+    var highHz: Float = 0
     /// Hops the peak was present and qualified (prominent, not harmonic), since the start.
     var hits = 0
     /// Consecutive hops the peak was present but not qualified (more than 8 start it over).
@@ -57,8 +61,8 @@ final class HowlDetector {
   /// Hops a track may miss its peak (masked by speech) or see it unqualified in a row and keep
   /// what it has counted (about 0.34 s at 48 kHz).
   static let maskedHops = 32
-  /// Largest frequency movement (in bins) of a feedback track.
-  static let stableBins: Float = 0.35
+  /// Widest band (in bins) a feedback track's peak may move in.
+  static let stableBins: Float = 1.5
   /// Lowest and highest analysed frequencies.
   static let lowHz: Float = 80
   static let highHz: Float = 16_000
@@ -217,6 +221,22 @@ final class HowlDetector {
     return side * 0.1
   }
 
+  /// Whether bin `k` is the strongest of a howling cluster: in a long loop (delay over ~40 ms)
+  /// the modes of a broad resonance are closer than the window's main lobe and ring together, a
+  /// band a dozen bins wide that never stands out from its near sides. Such a peak is the
+  /// largest within ±8 bins and 6 dB more than `prominence` above the mean power 16–32 bins
+  /// (190–375 Hz at 48 kHz) either side.
+  /// - Realtime: safe
+  @inline(__always)
+  private func isClusterPeak(_ k: Int, _ prominence: Float) -> Bool {
+    guard k - 32 >= 0, k + 32 <= half else { return false }
+    let p = power[k]
+    for j in 1...8 where power[k - j] > p || power[k + j] > p { return false }
+    var far: Float = 0
+    for j in 16...32 { far += power[k - j] + power[k + j] }
+    return p >= 4 * prominence * far / 34
+  }
+
   /// The strongest local maxima above the floor that are at least `prominence` times their
   /// sides' mean power, strongest first.
   /// - Realtime: safe
@@ -226,7 +246,7 @@ final class HowlDetector {
       let p = power[k]
       if p <= floorPower || p <= power[k - 1] || p < power[k + 1] { continue }
       if candidateTotal == Self.candidateCount && p <= candidates[Self.candidateCount - 1].power { continue }
-      if p < prominence * sidePower(k) { continue }
+      if p < prominence * sidePower(k) && !isClusterPeak(k, prominence) { continue }
       // Insertion into the sorted list.
       var i = min(candidateTotal, Self.candidateCount - 1)
       while i > 0 && candidates[i - 1].power < p {
@@ -261,7 +281,13 @@ final class HowlDetector {
     var stalest = -1
     for i in 0..<Self.trackCount {
       if tracks[i].alive {
-        if abs(tracks[i].hz - hz) < binHz { t = i }
+        // The nearest track whose band, widened by one bin, holds the peak.
+        let distance = abs(0.5 * (tracks[i].lowHz + tracks[i].highHz) - hz)
+        if hz > tracks[i].lowHz - binHz && hz < tracks[i].highHz + binHz
+          && (t < 0 || distance < abs(0.5 * (tracks[t].lowHz + tracks[t].highHz) - hz))
+        {
+          t = i
+        }
         if tracks[i].absent > 1 && (stalest < 0 || tracks[i].absent > tracks[stalest].absent) { stalest = i }
       } else if free < 0 {
         free = i
@@ -271,15 +297,16 @@ final class HowlDetector {
     if t < 0 {
       guard free >= 0 else { return }
       t = free
-      tracks[t] = Track(hz: hz, referenceHz: hz, absent: 1, alive: true)
+      tracks[t] = Track(hz: hz, lowHz: hz, highHz: hz, absent: 1, alive: true)
     }
     var track = tracks[t]
     if track.absent == 0 { return }  // already matched at this hop by a stronger candidate
     track.absent = 0
     track.hz = hz
-    if abs(hz - track.referenceHz) > Self.stableBins * binHz {
+    (track.lowHz, track.highHz) = (min(track.lowHz, hz), max(track.highHz, hz))
+    if track.highHz - track.lowHz > Self.stableBins * binHz {
       // Moved: not feedback (vibrato, melody); start over from here.
-      (track.referenceHz, track.hits, track.rejected) = (hz, 0, 0)
+      (track.lowHz, track.highHz, track.hits, track.rejected) = (hz, hz, 0, 0)
     }
     if qualified {
       levels[t * Self.historyLength + track.hits % Self.historyLength] = level
