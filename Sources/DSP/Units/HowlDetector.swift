@@ -41,6 +41,11 @@ final class HowlDetector {
     /// from hop to hop.
     var lowHz: Float = 0
     var highHz: Float = 0
+    /// Where the peak was when it last moved more than `growingBins`, and the qualified hops
+    /// since: the growth paths want a peak that stays put (a growing howl is one resolved mode;
+    /// a vowel's onset with its pitch gliding is not).
+    var anchorHz: Float = 0
+    var anchoredHits = 0
     /// Hops the peak was present and qualified (prominent, not harmonic), since the start.
     var hits = 0
     /// Consecutive hops the peak was present but not qualified (more than 8 start it over).
@@ -63,6 +68,8 @@ final class HowlDetector {
   static let maskedHops = 32
   /// Widest band (in bins) a feedback track's peak may move in.
   static let stableBins: Float = 1.5
+  /// Largest movement (in bins) of a growing feedback track's peak.
+  static let growingBins: Float = 0.35
   /// Lowest and highest analysed frequencies.
   static let lowHz: Float = 80
   static let highHz: Float = 16_000
@@ -205,7 +212,7 @@ final class HowlDetector {
         detectionCount += 1
         // Reported once: if the howl goes on (the notch is not deep enough), it is reported again
         // after as many hops.
-        tracks[t].hits = 0
+        (tracks[t].hits, tracks[t].anchoredHits) = (0, 0)
         if detectionCount == Self.candidateCount { break }
       }
     }
@@ -297,7 +304,7 @@ final class HowlDetector {
     if t < 0 {
       guard free >= 0 else { return }
       t = free
-      tracks[t] = Track(hz: hz, lowHz: hz, highHz: hz, absent: 1, alive: true)
+      tracks[t] = Track(hz: hz, lowHz: hz, highHz: hz, anchorHz: hz, absent: 1, alive: true)
     }
     var track = tracks[t]
     if track.absent == 0 { return }  // already matched at this hop by a stronger candidate
@@ -307,14 +314,17 @@ final class HowlDetector {
     if track.highHz - track.lowHz > Self.stableBins * binHz {
       // Moved: not feedback (vibrato, melody); start over from here.
       (track.lowHz, track.highHz, track.hits, track.rejected) = (hz, hz, 0, 0)
+      (track.anchorHz, track.anchoredHits) = (hz, 0)
     }
+    if abs(hz - track.anchorHz) > Self.growingBins * binHz { (track.anchorHz, track.anchoredHits) = (hz, 0) }
     if qualified {
       levels[t * Self.historyLength + track.hits % Self.historyLength] = level
       track.hits += 1
+      track.anchoredHits += 1
       track.rejected = 0
     } else {
       track.rejected += 1
-      if track.rejected > Self.maskedHops { track.hits = 0 }
+      if track.rejected > Self.maskedHops { (track.hits, track.anchoredHits) = (0, 0) }
     }
     tracks[t] = track
   }
@@ -346,7 +356,7 @@ final class HowlDetector {
   /// - Realtime: safe
   @inline(__always)
   private func grew(_ t: Int, over span: Int, by needed: Float) -> Bool {
-    if tracks[t].hits <= span { return false }
+    if tracks[t].anchoredHits <= span { return false }
     let now = level(t, back: 0)
     let middle = level(t, back: span / 2)
     let start = level(t, back: span)
