@@ -324,29 +324,17 @@ extension EndToEnd {
       let folder = Paths.temporaryFolder("lv2guard")
       defer { try? FileManager.default.removeItem(at: folder) }
       let file = folder.appendingPathComponent("rtguard.txt")
-      let rig = try LiveAudioTests.rig(
-        ["-p", "voice"] + Self.guardedPlugins, signal: .sine(frequencyHz: 220, amplitude: 0.3), period: 256,
-        guardOutput: file)
-      func cycles() -> Int { Int(RealtimeGuard.counters(file)["cycles"] ?? "0") ?? 0 }
-      #expect(waitUntil(seconds: 20) { cycles() >= 2000 }, "only \(cycles()) cycles")
-      #expect(!rig.3.log.contains("left out"), "\(rig.3.log)")
-      #expect(rig.2.setBufferSize(128) == 0)
-      #expect(rig.3.waitForLog("buffer size is now 128 frames"), "\(rig.3.log)")
-      let atChange = cycles()
-      #expect(waitUntil(seconds: 20) { cycles() >= atChange + 500 })
-      let start = rig.2.frameCount
-      try rig.2.record(frames: 9600)
-      let out = rig.2.recording(channel: 1, from: start).samples
+      let run = GuardedRun(
+        counters: file,
+        rig: try LiveAudioTests.rig(
+          ["-p", "voice"] + Self.guardedPlugins, signal: .sine(frequencyHz: 220, amplitude: 0.3),
+          period: 256, guardOutput: file))
+      #expect(!run.rig.3.log.contains("left out"), "\(run.rig.3.log)")
+      let out = try run.acrossBufferSizeChange(recording: 9600, cyclesAfter: 500)
       // Not silent (voice's feedback suppressor and denoiser take a steady sine far down).
       #expect(rms(out[...]) > 1e-5, "no audio after the buffer-size change")
-      #expect(rig.3.interrupt() == 0)
-      let result = RealtimeGuard.counters(file)
+      let result = run.finish()
       Self.measured("rtguard with eg-amp + dpl + MDA Delay: \(result.sorted { $0.key < $1.key })")
-      RealtimeGuard.expectNothingCounted(file)
-      #expect(result["first"] == "none")
-      rig.1.close()
-      rig.2.close()
-      rig.0.stop()
     }
 
     @Test(

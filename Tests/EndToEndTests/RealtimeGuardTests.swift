@@ -11,29 +11,16 @@ extension EndToEnd {
       let folder = Paths.temporaryFolder("guard")
       defer { try? FileManager.default.removeItem(at: folder) }
       let counters = folder.appendingPathComponent("rtguard.txt")
-      let (server, generator, capture, livemic) = try LiveAudioTests.rig(
-        ["-p", "voice"], signal: .sine(frequencyHz: 220, amplitude: 0.3), period: 64,
-        guardOutput: counters)
-      func cycles() -> Int { Int(RealtimeGuard.counters(counters)["cycles"] ?? "0") ?? 0 }
-      #expect(waitUntil(seconds: 20) { cycles() >= 2000 }, "only \(cycles()) cycles")
-      RealtimeGuard.expectNothingCounted(counters)
-
-      #expect(capture.setBufferSize(128) == 0)
-      #expect(livemic.waitForLog("buffer size is now 128 frames"), "\(livemic.log)")
-      let atChange = cycles()
-      let start = capture.frameCount
-      try capture.record(frames: 48000)
-      #expect(waitUntil(seconds: 20) { cycles() >= atChange + 1000 })
-      let out = capture.recording(channel: 1, from: start).samples
+      let run = GuardedRun(
+        counters: counters,
+        rig: try LiveAudioTests.rig(
+          ["-p", "voice"], signal: .sine(frequencyHz: 220, amplitude: 0.3), period: 64, guardOutput: counters)
+      )
+      let out = try run.acrossBufferSizeChange(recording: 48000, cyclesAfter: 1000)
       // Not silent (voice's feedback suppressor and denoiser take a steady sine down to about
       // -80 dBFS, by design).
       #expect(rms(out[(out.count / 2)...]) > 1e-5, "no audio after the buffer-size change")
-      #expect(livemic.interrupt() == 0)
-      RealtimeGuard.expectNothingCounted(counters)
-      #expect(RealtimeGuard.counters(counters)["first"] == "none")
-      generator.close()
-      capture.close()
-      server.stop()
+      run.finish()
     }
 
     /// Every unit of issue 7 (feedback, denoise, aec, deesser, leveler) with a limiter.
@@ -53,30 +40,17 @@ extension EndToEnd {
       let folder = Paths.temporaryFolder("guard7")
       defer { try? FileManager.default.removeItem(at: folder) }
       let counters = folder.appendingPathComponent("rtguard.txt")
-      let (server, generator, capture, livemic) = try LiveAudioTests.rig(
-        ["-p", try Self.everyVoiceUnitPreset(in: folder)], signal: .frameCode, period: 64,
-        guardOutput: counters)
-      func cycles() -> Int { Int(RealtimeGuard.counters(counters)["cycles"] ?? "0") ?? 0 }
-      #expect(
-        livemic.log.contains("+ 960 (chain) +"), "aec and denoise declare 480 frames each: \(livemic.log)")
-      #expect(waitUntil(seconds: 20) { cycles() >= 2000 }, "only \(cycles()) cycles")
-      RealtimeGuard.expectNothingCounted(counters)
-      #expect(capture.setBufferSize(128) == 0)
-      #expect(livemic.waitForLog("buffer size is now 128 frames"), "\(livemic.log)")
-      let atChange = cycles()
-      let start = capture.frameCount
-      try capture.record(frames: 24000)
-      #expect(waitUntil(seconds: 20) { cycles() >= atChange + 1000 })
-      let out = capture.recording(channel: 1, from: start).samples
+      let run = GuardedRun(
+        counters: counters,
+        rig: try LiveAudioTests.rig(
+          ["-p", try Self.everyVoiceUnitPreset(in: folder)], signal: .frameCode, period: 64,
+          guardOutput: counters))
+      let log = run.rig.3.log
+      #expect(log.contains("+ 960 (chain) +"), "aec and denoise declare 480 frames each: \(log)")
+      let out = try run.acrossBufferSizeChange(recording: 24000, cyclesAfter: 1000)
       #expect(rms(out[(out.count / 2)...]) > 1e-4, "no audio after the buffer-size change")
-      #expect(livemic.interrupt() == 0)
-      let result = RealtimeGuard.counters(counters)
+      let result = run.finish()
       print("[measured] rtguard, every issue-7 unit: \(result.sorted { $0.key < $1.key })")
-      RealtimeGuard.expectNothingCounted(counters)
-      #expect(result["first"] == "none")
-      generator.close()
-      capture.close()
-      server.stop()
     }
 
     /// denoise, aec and leveler on WebRTC's engine (mode `webrtc`): WebRTC locks and allocates

@@ -29,15 +29,19 @@ final class RunningChain {
 
   /// The chain `built` from `entries` of `preset`, with the command line's `midi` mappings.
   init(_ built: BuiltChain, entries: [ChainEntry], preset: Preset, midi: [MidiMapping]) {
-    chain = built.chain
-    self.entries = entries
-    plugins = built.plugins
-    presetPath = preset.path
-    presetModified = Self.modificationDate(preset.path)
-    presetName = preset.name
-    modes = Self.modes(preset.resolutions, fellBack: built.fellBack)
-    midiMappings = preset.midi + midi
-    pluginsOff = preset.pluginsOffReason
+    (chain, self.entries, plugins) = (built.chain, entries, built.plugins)
+    (presetPath, presetModified, presetName, modes, midiMappings, pluginsOff) = Self.facts(
+      built, preset: preset, midi: midi)
+  }
+
+  /// What the session keeps of `preset` and its built chain.
+  private static func facts(_ built: BuiltChain, preset: Preset, midi: [MidiMapping]) -> (
+    String?, Date?, String, [ModeResolution], [MidiMapping], String?
+  ) {
+    (
+      preset.path, modificationDate(preset.path), preset.name,
+      modes(preset.resolutions, fellBack: built.fellBack), preset.midi + midi, preset.pluginsOffReason
+    )
   }
 
   /// The resolutions, with the `automatic` stages whose plugin could not be made marked as
@@ -51,12 +55,8 @@ final class RunningChain {
   /// Replaces everything with a reloaded preset's chain (the swap itself is the caller's).
   func adopt(_ built: BuiltChain, entries: [ChainEntry], preset: Preset, midi: [MidiMapping]) {
     (chain, self.entries, plugins) = (built.chain, entries, built.plugins)
-    presetPath = preset.path
-    presetModified = Self.modificationDate(preset.path)
-    presetName = preset.name
-    modes = Self.modes(preset.resolutions, fellBack: built.fellBack)
-    midiMappings = preset.midi + midi
-    pluginsOff = preset.pluginsOffReason
+    (presetPath, presetModified, presetName, modes, midiMappings, pluginsOff) = Self.facts(
+      built, preset: preset, midi: midi)
   }
 
   /// True when the chain has units that hand frames to a helper thread (WebRTC's), whose
