@@ -57,6 +57,13 @@ import Testing
     #expect(attenuation >= 17, "noise alone attenuated \(attenuation) dB")
   }
 
+  /// Echo return loss enhancement (dB) over `window` of the microphone's echo: its energy over
+  /// that of the unit's output, moved back by the unit's `latency`.
+  static func erle(_ echo: [Float], _ output: [Float], latency: Int, over window: Range<Int>) -> Double {
+    let residual = Speech.energy(output[(window.lowerBound + latency)..<(window.upperBound + latency)])
+    return 10 * log10(Speech.energy(echo[window]) / max(residual, 1e-20))
+  }
+
   /// Single talk: a far-end signal (uniform noise, −20 dBFS RMS) is handed to the unit as the
   /// chain's output (`receiveReference`) after each 256-frame block, and reaches the microphone
   /// 600 frames later through a room (−6 dB and a decaying 5 ms FIR). The near end is silent.
@@ -66,16 +73,8 @@ import Testing
   func aecERLE() {
     let frames = 6 * 48_000
     let (echo, output, latency) = Self.singleTalk(EchoCanceller.self, frames: frames)
-    let window = (frames - 2 * 48_000)..<(frames - latency)
-    let erle =
-      10
-      * log10(
-        Speech.energy(echo[window])
-          / Speech.energy(output[(window.lowerBound + latency)..<(window.upperBound + latency)]))
-    let first =
-      10
-      * log10(
-        Speech.energy(echo[48_000..<96_000]) / Speech.energy(output[(48_000 + latency)..<(96_000 + latency)]))
+    let erle = Self.erle(echo, output, latency: latency, over: (frames - 2 * 48_000)..<(frames - latency))
+    let first = Self.erle(echo, output, latency: latency, over: 48_000..<96_000)
     T.measured(
       "aec: ERLE \(String(format: "%.1f", erle)) dB over the last 2 s (\(String(format: "%.1f", first)) dB in the second second)"
     )

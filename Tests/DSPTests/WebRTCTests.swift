@@ -62,12 +62,8 @@ import Testing
   func aecERLE() {
     let frames = 6 * 48_000
     let (echo, output, latency) = SpeexUnitTests.singleTalk(WebRTCEchoCanceller.self, frames: frames)
-    let window = (frames - 2 * 48_000)..<(frames - latency)
-    let erle =
-      10
-      * log10(
-        Speech.energy(echo[window])
-          / max(Speech.energy(output[(window.lowerBound + latency)..<(window.upperBound + latency)]), 1e-20))
+    let erle = SpeexUnitTests.erle(
+      echo, output, latency: latency, over: (frames - 2 * 48_000)..<(frames - latency))
     T.measured("webrtc-aec: ERLE " + String(format: "%.1f dB over the last 2 s", erle))
     #expect(erle >= 15, "ERLE \(erle) dB")
   }
