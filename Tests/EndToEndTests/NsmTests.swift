@@ -64,6 +64,38 @@ final class NsmTestServer {
   }
 }
 
+/// One NSM test's parts: a private server at 256 frames, a session folder (the runtime folder
+/// too), the test session manager, and the client's id and state folder in the session.
+final class NsmRig {
+  let server: JackServer
+  let session: URL
+  let nsm: NsmTestServer
+  let clientId: String
+  /// The environment LiveMic runs in under the session manager.
+  var env: [String: String] { ["NSM_URL": nsm.url, "XDG_RUNTIME_DIR": session.path] }
+  /// Where the session manager tells the client to keep its state.
+  var statePath: String { session.appendingPathComponent("Session/\(clientId)").path }
+
+  init(clientId: String) throws {
+    server = try JackServer(period: 256)
+    session = Paths.temporaryFolder("nsm")
+    do {
+      nsm = try NsmTestServer()
+    } catch {
+      server.stop()
+      try? FileManager.default.removeItem(at: session)
+      throw error
+    }
+    self.clientId = clientId
+  }
+
+  /// Stops the server and removes the session folder.
+  func close() {
+    server.stop()
+    try? FileManager.default.removeItem(at: session)
+  }
+}
+
 extension EndToEnd {
   @Suite("NSM session manager", .serialized)
   struct NsmTests {
@@ -91,14 +123,11 @@ extension EndToEnd {
 
     @Test("every port group's connections are saved, also while suspended, and restored at the next open")
     func allPortGroups() throws {
-      let server = try JackServer(period: 256)
-      defer { server.stop() }
-      let session = Paths.temporaryFolder("nsm")
-      defer { try? FileManager.default.removeItem(at: session) }
-      let nsm = try NsmTestServer()
-      let env = ["NSM_URL": nsm.url, "XDG_RUNTIME_DIR": session.path]
-      let clientId = "LiveMic.nPORTS"
-      let statePath = session.appendingPathComponent("Session/LiveMic.nPORTS").path
+      let rig = try NsmRig(clientId: "LiveMic.nPORTS")
+      defer { rig.close() }
+      let (server, nsm, env, clientId, statePath) = (
+        rig.server, rig.nsm, rig.env, rig.clientId, rig.statePath
+      )
       let arguments = ["-s", server.name, "-p", "flat", "--music", "--monitor", "--no-connect"]
       let source = try TestClient(
         name: "lmnsmsrc", server: server.name, signal: .sine(frequencyHz: 500, amplitude: 0.1),
@@ -147,14 +176,11 @@ extension EndToEnd {
 
     @Test("announce, open (client id as JACK name), save, and a second start restores the state")
     func handshake() throws {
-      let server = try JackServer(period: 256)
-      defer { server.stop() }
-      let session = Paths.temporaryFolder("nsm")
-      defer { try? FileManager.default.removeItem(at: session) }
-      let nsm = try NsmTestServer()
-      let env = ["NSM_URL": nsm.url, "XDG_RUNTIME_DIR": session.path]
-      let clientId = "LiveMic.nTEST"
-      let statePath = session.appendingPathComponent("Session/LiveMic.nTEST").path
+      let rig = try NsmRig(clientId: "LiveMic.nTEST")
+      defer { rig.close() }
+      let (server, nsm, env, clientId, statePath) = (
+        rig.server, rig.nsm, rig.env, rig.clientId, rig.statePath
+      )
       let ctl = { (words: [String]) in
         try runLiveMic(["ctl", "-n", clientId, "--json"] + words, environment: env)
       }

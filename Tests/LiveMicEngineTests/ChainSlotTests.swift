@@ -91,10 +91,7 @@ import Testing
   func swapDuringFade() {
     let counter = LiveCounter()
     do {
-      let state = ProcessState(chain: E.chain(gain: 1, counter: counter), sampleRate: E.sampleRate)
-      let io = FakePorts()
-      io.input(left: 1, right: 1)
-      E.openRamp(state, io)
+      let (state, io) = E.openState(E.chain(gain: 1, counter: counter), left: 1, right: 1)
       let second = E.chain(gain: 2, counter: counter)
       let third = E.chain(gain: 3, counter: counter)
       #expect(!state.slot.crossfade(to: second, running: true, timeoutMilliseconds: 0))

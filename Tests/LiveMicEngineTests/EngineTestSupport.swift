@@ -89,6 +89,18 @@ enum Engine {
     io.run(state, frames: frames)
   }
 
+  /// A state on `chain` and fake ports (of `capacity` frames) playing a constant `left` and
+  /// `right`, run until its output ramp is open.
+  static func openState(
+    _ chain: VoiceChain, left: Float, right: Float, capacity: Int = 8192
+  ) -> (ProcessState, FakePorts) {
+    let state = ProcessState(chain: chain, sampleRate: sampleRate)
+    let io = FakePorts(capacity: capacity)
+    io.input(left: left, right: right)
+    openRamp(state, io)
+    return (state, io)
+  }
+
   /// A stress count scaled down under the sanitizers (about 5–20 times slower): a tenth of
   /// `count` under TSan, a quarter under ASan; `LIVEMIC_STRESS_SCALE` (a factor) overrides.
   static func stressCount(_ count: Int) -> Int {

@@ -11,10 +11,7 @@ import Testing
 
   @Test("The input mute fades the microphone out before the chain over 50 ms, and back")
   func inputMute() {
-    let state = ProcessState(chain: E.chain(gain: 0.5), sampleRate: E.sampleRate)
-    let io = FakePorts()
-    io.input(left: 0.8, right: -0.8)
-    E.openRamp(state, io)
+    let (state, io) = E.openState(E.chain(gain: 0.5), left: 0.8, right: -0.8)
     state.inputMuted.store(1, ordering: .relaxed)
     var output: [Float] = []
     for _ in 0..<12 {
@@ -51,10 +48,7 @@ import Testing
   @Test("A swap the control side does not wait for completes; collect releases the old chain")
   func unwaitedSwap() {
     let counter = LiveCounter()
-    let state = ProcessState(chain: E.chain(gain: 1, counter: counter), sampleRate: E.sampleRate)
-    let io = FakePorts()
-    io.input(left: 1, right: 1)
-    E.openRamp(state, io)
+    let (state, io) = E.openState(E.chain(gain: 1, counter: counter), left: 1, right: 1)
     for round in 0..<3 {
       let next = E.chain(gain: Float(round), counter: counter)
       #expect(!state.slot.crossfade(to: next, running: true, timeoutMilliseconds: 0))

@@ -12,10 +12,7 @@ import Testing
 
   @Test("A cycle runs the input through the chain to the outputs, a mono input to both")
   func signalPath() {
-    let state = ProcessState(chain: E.chain(gain: 0.5), sampleRate: E.sampleRate)
-    let io = FakePorts()
-    io.input(left: 0.25, right: -0.5)
-    E.openRamp(state, io)
+    let (state, io) = E.openState(E.chain(gain: 0.5), left: 0.25, right: -0.5)
     io.run(state, frames: 64)
     let stereo = io.output(frames: 64)
     #expect(stereo.left.allSatisfy { $0 == 0.125 } && stereo.right.allSatisfy { $0 == -0.25 })
@@ -88,10 +85,7 @@ import Testing
   @Test("A chain swap crossfades with equal power over 50 ms, then hands the old chain back")
   func crossfadeShape() {
     let counter = LiveCounter()
-    let state = ProcessState(chain: E.chain(gain: 1, counter: counter), sampleRate: E.sampleRate)
-    let io = FakePorts()
-    io.input(left: 1, right: 1)
-    E.openRamp(state, io)
+    let (state, io) = E.openState(E.chain(gain: 1, counter: counter), left: 1, right: 1)
     let fadeLength = Int(ProcessState.crossfadeSeconds * E.sampleRate)
     #expect(state.fadeLength == fadeLength)
     let next = E.chain(gain: 0, counter: counter)  // the new chain is silent: the output is cos
@@ -122,10 +116,8 @@ import Testing
   @Test("A block larger than the fade buffers swaps at once, even in the middle of a fade")
   func largeBlock() {
     let counter = LiveCounter()
-    let state = ProcessState(chain: E.chain(gain: 1, counter: counter), sampleRate: E.sampleRate)
-    let io = FakePorts(capacity: ProcessState.maxFadeFrames + 1)
-    io.input(left: 1, right: 1)
-    E.openRamp(state, io)
+    let (state, io) = E.openState(
+      E.chain(gain: 1, counter: counter), left: 1, right: 1, capacity: ProcessState.maxFadeFrames + 1)
     #expect(
       !state.slot.crossfade(to: E.chain(gain: 2, counter: counter), running: true, timeoutMilliseconds: 0))
     io.run(state, frames: 256)  // the fade begins

@@ -136,17 +136,14 @@ public struct WebRTCDenoise: VoiceUnit {
       "Largest attenuation of the noise: WebRTC's levels low (6), moderate (10), high (15) and very high (20 dB), the nearest at or below this."
     )
   ]
-  private var processor: WebRTCProcessor?
-  private var appliedLevel: Int32 = -1
+  private var core = WebRTCUnitCore()
 
   public init() {}
 
-  public var latencyFrames: Int { processor?.latencyFrames ?? 0 }
+  public var latencyFrames: Int { core.latencyFrames }
 
   public mutating func prepare(sampleRate: Double, maxFrames: Int, parameters: ParameterValues) {
-    processor = WebRTCProcessor(
-      sampleRate: sampleRate, maxFrames: maxFrames, features: Int32(LIVEMIC_WEBRTC_NOISE))
-    appliedLevel = -1
+    core.prepare(sampleRate: sampleRate, maxFrames: maxFrames, features: Int32(LIVEMIC_WEBRTC_NOISE))
   }
 
   /// The WebRTC level for a suppression in dB.
@@ -158,11 +155,40 @@ public struct WebRTCDenoise: VoiceUnit {
 
   /// - Realtime: safe
   public mutating func process(_ block: StereoBlock, parameters p: ParameterValues) {
+    core.run(block, setting: SIMD2(Self.level(suppressionDecibels: p.current(0)), 0)) {
+      livemic_webrtc_set_noise_level($0, $1[0])
+    }
+  }
+}
+
+/// What each WebRTC unit keeps: its processor and the setting it last handed to it.
+/// Thread: prepared off the audio thread; run on it.
+struct WebRTCUnitCore {
+  /// Nil before `prepare`, or when the library could not make one (the unit then passes audio).
+  private(set) var processor: WebRTCProcessor?
+  /// The setting last handed to the processor; nil until the first block.
+  private var applied: SIMD2<Int32>?
+
+  /// The processor's declared latency (0 without one).
+  var latencyFrames: Int { processor?.latencyFrames ?? 0 }
+
+  /// Makes the processor for `features` (`LIVEMIC_WEBRTC_*`). Not real-time.
+  mutating func prepare(sampleRate: Double, maxFrames: Int, features: Int32) {
+    processor = WebRTCProcessor(sampleRate: sampleRate, maxFrames: maxFrames, features: features)
+    applied = nil
+  }
+
+  /// Hands `setting` to the processor through `apply` when it differs from the last one, then
+  /// runs the block.
+  /// - Realtime: safe
+  @inline(__always)
+  mutating func run(
+    _ block: StereoBlock, setting: SIMD2<Int32>, apply: (OpaquePointer, SIMD2<Int32>) -> Void
+  ) {
     guard let processor else { return }
-    let level = Self.level(suppressionDecibels: p.current(0))
-    if level != appliedLevel {
-      appliedLevel = level
-      livemic_webrtc_set_noise_level(processor.handle, level)
+    if setting != applied {
+      applied = setting
+      apply(processor.handle, setting)
     }
     processor.run(block)
   }
@@ -183,18 +209,15 @@ public struct WebRTCEchoCanceller: VoiceUnit {
     ReferenceChoice.parameter,
   ]
   public static var wantsReference: Bool { true }
-  private var processor: WebRTCProcessor?
-  private var appliedLevel: Int32 = -1
+  private var core = WebRTCUnitCore()
   private var reference = ReferenceChoice()
 
   public init() {}
 
-  public var latencyFrames: Int { processor?.latencyFrames ?? 0 }
+  public var latencyFrames: Int { core.latencyFrames }
 
   public mutating func prepare(sampleRate: Double, maxFrames: Int, parameters: ParameterValues) {
-    processor = WebRTCProcessor(
-      sampleRate: sampleRate, maxFrames: maxFrames, features: Int32(LIVEMIC_WEBRTC_ECHO))
-    appliedLevel = -1
+    core.prepare(sampleRate: sampleRate, maxFrames: maxFrames, features: Int32(LIVEMIC_WEBRTC_ECHO))
   }
 
   /// - Realtime: safe
@@ -202,21 +225,16 @@ public struct WebRTCEchoCanceller: VoiceUnit {
 
   /// - Realtime: safe
   public mutating func process(_ block: StereoBlock, parameters p: ParameterValues) {
-    guard let processor else { return }
     let db = p.current(0)
     reference.outputOnly = p.current(1) >= 0.5
     let level: Int32 = db >= 25 ? 2 : db >= 10 ? 1 : 0
-    if level != appliedLevel {
-      appliedLevel = level
-      livemic_webrtc_set_echo_level(processor.handle, level)
-    }
-    processor.run(block)
+    core.run(block, setting: SIMD2(level, 0)) { livemic_webrtc_set_echo_level($0, $1[0]) }
   }
 
   /// - Realtime: safe
   public mutating func receiveReference(_ block: StereoBlock, from source: ReferenceSource) {
     guard reference.accepts(source) else { return }
-    processor?.receive(block)
+    core.processor?.receive(block)
   }
 }
 
@@ -235,17 +253,14 @@ public struct WebRTCLeveler: VoiceUnit {
       "max_gain_db", unit: "dB", range: 0...30, default: 15,
       "Largest gain applied (WebRTC's compression gain)."),
   ]
-  private var processor: WebRTCProcessor?
-  private var applied: (Int32, Int32) = (-1, -1)
+  private var core = WebRTCUnitCore()
 
   public init() {}
 
-  public var latencyFrames: Int { processor?.latencyFrames ?? 0 }
+  public var latencyFrames: Int { core.latencyFrames }
 
   public mutating func prepare(sampleRate: Double, maxFrames: Int, parameters: ParameterValues) {
-    processor = WebRTCProcessor(
-      sampleRate: sampleRate, maxFrames: maxFrames, features: Int32(LIVEMIC_WEBRTC_GAIN))
-    applied = (-1, -1)
+    core.prepare(sampleRate: sampleRate, maxFrames: maxFrames, features: Int32(LIVEMIC_WEBRTC_GAIN))
   }
 
   /// - Realtime: safe
@@ -253,13 +268,8 @@ public struct WebRTCLeveler: VoiceUnit {
 
   /// - Realtime: safe
   public mutating func process(_ block: StereoBlock, parameters p: ParameterValues) {
-    guard let processor else { return }
     let target = Int32(min(max(-p.current(0).rounded(), 0), 31))
     let gain = Int32(min(max(p.current(1).rounded(), 0), 90))
-    if (target, gain) != applied {
-      applied = (target, gain)
-      livemic_webrtc_set_gain(processor.handle, target, gain)
-    }
-    processor.run(block)
+    core.run(block, setting: SIMD2(target, gain)) { livemic_webrtc_set_gain($0, $1[0], $1[1]) }
   }
 }

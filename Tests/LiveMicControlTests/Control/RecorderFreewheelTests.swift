@@ -20,8 +20,30 @@ import Testing
     return (recorder, meter, lines)
   }
 
-  static func freewheelEvents(_ lines: Locked<[String]>) -> [[String: Any]] {
-    lines.withLock { $0 }.compactMap {
+  /// What happens between and at the supervisor's wakes, in order.
+  enum Step {
+    /// The loudness meter's ring drops this many frames.
+    case drop(Int)
+    /// The server turns freewheeling on or off (the engine's notification).
+    case freewheel(Bool)
+    /// The supervisor wakes and follows the freewheel.
+    case wake
+  }
+
+  /// Runs `steps` on a recorder with a loudness meter and returns its `freewheel` events.
+  static func freewheelEvents(_ steps: [Step]) throws -> [[String: Any]] {
+    let (recorder, meter, lines) = try recorder()
+    defer { meter.finish() }
+    let events = EngineEvents()
+    var watch = Recorder.FreewheelWatch()
+    for step in steps {
+      switch step {
+      case .drop(let frames): meter.consumer.droppedFrames.add(UInt64(frames), ordering: .relaxed)
+      case .freewheel(let on): events.noteFreewheel(on)
+      case .wake: recorder.followFreewheel(&watch, events)
+      }
+    }
+    return lines.withLock { $0 }.compactMap {
       try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
     }.filter { $0["event"] as? String == "freewheel" }
   }
@@ -30,19 +52,14 @@ import Testing
   /// supervisor, busy with a request, wakes to the start. Those drops happened freewheeling and
   /// are reported with the stop, like the ones after the supervisor saw the start.
   @Test func dropsBeforeTheSupervisorSawTheStartAreReported() throws {
-    let (recorder, meter, lines) = try Self.recorder()
-    defer { meter.finish() }
-    let events = EngineEvents()
-    var watch = Recorder.FreewheelWatch()
-    meter.consumer.droppedFrames.add(100, ordering: .relaxed)  // before: not the freewheel's
-    recorder.followFreewheel(&watch, events)
-    events.noteFreewheel(true)
-    meter.consumer.droppedFrames.add(55040, ordering: .relaxed)  // before the supervisor woke
-    recorder.followFreewheel(&watch, events)
-    meter.consumer.droppedFrames.add(1000, ordering: .relaxed)  // after it saw the start
-    events.noteFreewheel(false)
-    recorder.followFreewheel(&watch, events)
-    let changes = Self.freewheelEvents(lines)
+    let changes = try Self.freewheelEvents([
+      .drop(100),  // before: not the freewheel's
+      .wake, .freewheel(true),
+      .drop(55040),  // before the supervisor woke
+      .wake,
+      .drop(1000),  // after it saw the start
+      .freewheel(false), .wake,
+    ])
     #expect(changes.map { $0["on"] as? Bool } == [true, false], "\(changes)")
     #expect(changes.last?["loudness_dropped_frames"] as? Int == 56040, "\(changes)")
     #expect(changes.last?["dropped_frames"] as? Int == 0, "\(changes)")
@@ -50,16 +67,7 @@ import Testing
 
   /// A start and a stop both between two wakes: the drops meanwhile are the freewheel's.
   @Test func aWholeFreewheelBetweenTwoWakesKeepsItsDrops() throws {
-    let (recorder, meter, lines) = try Self.recorder()
-    defer { meter.finish() }
-    let events = EngineEvents()
-    var watch = Recorder.FreewheelWatch()
-    recorder.followFreewheel(&watch, events)
-    events.noteFreewheel(true)
-    meter.consumer.droppedFrames.add(4096, ordering: .relaxed)
-    events.noteFreewheel(false)
-    recorder.followFreewheel(&watch, events)
-    let changes = Self.freewheelEvents(lines)
+    let changes = try Self.freewheelEvents([.wake, .freewheel(true), .drop(4096), .freewheel(false), .wake])
     #expect(changes.map { $0["on"] as? Bool } == [true, false], "\(changes)")
     #expect(changes.last?["loudness_dropped_frames"] as? Int == 4096, "\(changes)")
   }
@@ -67,21 +75,10 @@ import Testing
   /// A stop and the next start between two wakes: the first freewheel's drops are reported with
   /// its stop, and the second counts only its own.
   @Test func aStopAndAStartBetweenTwoWakesSplitTheDrops() throws {
-    let (recorder, meter, lines) = try Self.recorder()
-    defer { meter.finish() }
-    let events = EngineEvents()
-    var watch = Recorder.FreewheelWatch()
-    recorder.followFreewheel(&watch, events)
-    events.noteFreewheel(true)
-    recorder.followFreewheel(&watch, events)
-    meter.consumer.droppedFrames.add(300, ordering: .relaxed)
-    events.noteFreewheel(false)
-    events.noteFreewheel(true)
-    recorder.followFreewheel(&watch, events)
-    meter.consumer.droppedFrames.add(20, ordering: .relaxed)
-    events.noteFreewheel(false)
-    recorder.followFreewheel(&watch, events)
-    let changes = Self.freewheelEvents(lines)
+    let changes = try Self.freewheelEvents([
+      .wake, .freewheel(true), .wake, .drop(300), .freewheel(false), .freewheel(true), .wake, .drop(20),
+      .freewheel(false), .wake,
+    ])
     #expect(changes.map { $0["on"] as? Bool } == [true, false, true, false], "\(changes)")
     #expect(changes.compactMap { $0["loudness_dropped_frames"] as? Int } == [300, 20], "\(changes)")
   }
