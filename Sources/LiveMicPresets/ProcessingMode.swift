@@ -159,9 +159,9 @@ public enum ProcessingModes {
   }()
 
   /// What `automatic` runs when no plugin of the list can be used, where it is not the built-in
-  /// unit: `aec` runs WebRTC's canceller, which cancels a music bed by 31–35 dB after 2 s in
-  /// EchoRoomTests' room against speexdsp's 12–19 dB (it adds 28 ms of latency against 10 ms;
-  /// `"mode": "builtin"` chooses the quicker one).
+  /// unit: `aec` runs WebRTC's canceller (after speexdsp's adaptive filter), which cancels a
+  /// music bed by 36–38 dB after 2 s in EchoRoomTests' room against speexdsp's 12–20 dB (it
+  /// adds 33 ms of latency against 10 ms; `"mode": "builtin"` chooses the quicker one).
   public static let automaticEngine: [String: ProcessingMode] = ["aec": .webrtc]
 
   /// `automatic` without a usable plugin: the unit's automatic engine, or its built-in unit.

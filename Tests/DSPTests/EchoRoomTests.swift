@@ -181,14 +181,9 @@ private typealias T = TestSignals
     try #require(Speech.samples != nil, "espeak-ng and sox make the voice (scripts/setup --test)")
     let (erle, doubleTalk, bass) = Self.figures(WebRTCEchoCanceller.self, delay: delay)
     #expect(erle >= 25, "ERLE \(erle) dB")
-    // Issue 16's double-talk line, not met: -2.8 / -2.2 dB here until the reference stream got
-    // one block a cycle (`ReferenceChoice`: it had run a block ahead of the microphone); aligned,
-    // WebRTC 0.3's residual suppressor (at its lowest level) dips the voice 3.1 / 3.3 dB, as in
-    // scripts/bench-quality's echo rows.
-    withKnownIssue("WebRTC's residual echo suppressor dips double talk past 3 dB", isIntermittent: true) {
-      #expect(abs(doubleTalk) <= 3, "double talk: \(doubleTalk) dB from the no-echo case")
-    }
-    #expect(abs(doubleTalk) <= 4, "double talk: \(doubleTalk) dB from the no-echo case")
+    // WebRTC alone (its residual suppressor at its lowest level) dipped the voice 3.1 / 3.3 dB
+    // here; after speexdsp's linear filter (`WebRTCEchoCanceller`) 2.5 / 2.0 dB.
+    #expect(abs(doubleTalk) <= 3, "double talk: \(doubleTalk) dB from the no-echo case")
     #expect(abs(bass) <= 1, "the voice's bass changed by \(bass) dB")
   }
 

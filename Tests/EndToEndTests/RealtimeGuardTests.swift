@@ -74,8 +74,8 @@ extension EndToEnd {
         guardOutput: counters)
       func cycles() -> Int { Int(RealtimeGuard.counters(counters)["cycles"] ?? "0") ?? 0 }
       #expect(
-        livemic.log.contains("+ 3645 (chain) +"),
-        "aec 1343, denoise 1295, leveler 1007 frames (two frames and WebRTC's own delay): \(livemic.log)"
+        livemic.log.contains("+ 3885 (chain) +"),
+        "aec 1583 (a speexdsp frame, two frames and WebRTC's own delay), denoise 1295, leveler 1007 frames: \(livemic.log)"
       )
       #expect(waitUntil(seconds: 20) { cycles() >= 2000 }, "only \(cycles()) cycles")
       // A period over 10 ms: the helpers need a period of latency beyond the frame (1504 frames
@@ -84,7 +84,7 @@ extension EndToEnd {
       #expect(capture.setBufferSize(1024) == 0)
       #expect(
         livemic.waitForLog(
-          "the chain was built again for 1024 frames per period (latency 3645 → 5277 frames)"),
+          "the chain was built again for 1024 frames per period (latency 3885 → 5517 frames)"),
         "\(livemic.log)")
       let start = capture.frameCount
       try capture.record(frames: 24000)
