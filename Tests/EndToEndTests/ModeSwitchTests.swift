@@ -152,7 +152,7 @@ extension EndToEnd {
       let offAnswer = jsonObject(try ctl(["mode", "highpass", "plugin"]).stdout)
       #expect(offAnswer["implementation"] as? String == "builtin", "\(offAnswer)")
       #expect((offAnswer["why"] as? String)?.contains("plugins are off") == true, "\(offAnswer)")
-      #expect(livemic.interrupt() == 0)
+      #expect(livemic.interrupt() == 0, "\(livemic.log)")
       let changes = EventStreamTests.events(events).filter { $0["event"] as? String == "mode-changed" }
       #expect(
         changes.map { "\($0["id"] ?? "?") \($0["implementation"] ?? "?")" } == [

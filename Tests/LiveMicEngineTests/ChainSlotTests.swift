@@ -58,6 +58,22 @@ import Testing
     #expect(counter.live == 0, "no chain leaked")
   }
 
+  /// Found live: `livemic` crashed on exit (SIGSEGV in `ChainSlot.deinit`, 3 of 15 runs of
+  /// ModeSwitchTests) when a linear swap (a `ctl mode` switch) was still waiting as the client
+  /// stopped: the slot released the waiting chain through its tagged pointer.
+  @Test("A linear swap still waiting when the slot goes is released once, through its real pointer")
+  func untakenLinearSwapAtDeinit() {
+    let counter = LiveCounter()
+    do {
+      let slot = ChainSlot(E.chain(gain: 1, counter: counter))
+      #expect(
+        !slot.crossfade(
+          to: E.chain(gain: 2, counter: counter), running: true, timeoutMilliseconds: 1, curve: .linear))
+      #expect(counter.live == 2, "the running chain and the one waiting")
+    }
+    #expect(counter.live == 0, "both freed with the slot")
+  }
+
   @Test("A crossfade never takes an earlier swap's old chain for its own")
   func staleRetired() {
     let counter = LiveCounter()

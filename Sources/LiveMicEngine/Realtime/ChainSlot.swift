@@ -55,7 +55,8 @@ public final class ChainSlot: @unchecked Sendable {
   deinit {
     for raw in [
       pointer.exchange(0, ordering: .acquiringAndReleasing),
-      incoming.exchange(0, ordering: .acquiringAndReleasing),
+      // A waiting chain's pointer carries the curve in its low bit (`crossfade`).
+      incoming.exchange(0, ordering: .acquiringAndReleasing) & ~1,
       retired.exchange(0, ordering: .acquiringAndReleasing),
     ] {
       if let p = UnsafeRawPointer(bitPattern: raw) { Unmanaged<VoiceChain>.fromOpaque(p).release() }
