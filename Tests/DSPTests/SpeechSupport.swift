@@ -20,10 +20,12 @@ enum Speech {
     }
   }()
 
-  /// `text` spoken by espeak-ng (at `wordsPerMinute`, or its default rate) and resampled by sox
+  /// `text` spoken by espeak-ng (at `wordsPerMinute`, or its default rate; in `voice`, an
+  /// espeak-ng voice name such as `en-gb+f3`, or its default) and resampled by sox
   /// to 48 kHz float, as espeak-ng made it (not normalized); nil (with a recorded issue) when
   /// either tool is missing or fails.
-  static func synthesize(_ text: String, wordsPerMinute: Int? = nil) throws -> [Float]? {
+  static func synthesize(_ text: String, wordsPerMinute: Int? = nil, voice: String? = nil) throws -> [Float]?
+  {
     let espeak = ["/usr/bin/espeak-ng", "/usr/local/bin/espeak-ng"].first {
       FileManager.default.isExecutableFile(atPath: $0)
     }
@@ -38,7 +40,10 @@ enum Speech {
     let raw = dir.appendingPathComponent("raw.wav")
     let speaker = Process()
     speaker.executableURL = URL(fileURLWithPath: espeak)
-    speaker.arguments = (wordsPerMinute.map { ["-s", String($0)] } ?? []) + ["-w", raw.path, text]
+    speaker.arguments =
+      (wordsPerMinute.map { ["-s", String($0)] } ?? []) + (voice.map { ["-v", $0] } ?? []) + [
+        "-w", raw.path, text,
+      ]
     speaker.standardOutput = FileHandle.nullDevice
     speaker.standardError = FileHandle.nullDevice
     try speaker.run()
