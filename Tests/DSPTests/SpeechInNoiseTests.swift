@@ -56,15 +56,9 @@ import Testing
   static func siSDR(_ kind: String, snr: Double, speech: [Float]) throws -> (before: Double, after: Double) {
     let clean = [Float](repeating: 0, count: lead) + speech
     let raw = try noise(kind, frames: clean.count, speech: speech)
-    let range = lead..<clean.count
-    let gain = (Speech.energy(speech) / Speech.energy(raw[range])).squareRoot() / pow(10, snr / 20)
+    let gain = (Speech.energy(speech) / Speech.energy(raw[lead...])).squareRoot() / pow(10, snr / 20)
     let noisy = zip(clean, raw).map { $0 + $1 * Float(gain) }
-    let chain = T.chain("denoise")
-    let latency = chain.latencyFrames
-    let y = T.processMono(chain, noisy + [Float](repeating: 0, count: latency))
-    let before = Speech.siSNR(noisy[range], reference: clean[range])
-    let after = Speech.siSNR(
-      y[(range.lowerBound + latency)..<(range.upperBound + latency)], reference: clean[range])
+    let (before, after, _) = Speech.denoised(T.chain("denoise"), noisy: noisy, clean: clean, lead: lead)
     T.measured(
       "denoise, \(kind) noise at \(Int(snr)) dB SNR: SI-SDR "
         + String(format: "%.2f → %.2f dB (%+.2f)", before, after, after - before))

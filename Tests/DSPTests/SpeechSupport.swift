@@ -83,3 +83,19 @@ enum Speech {
     return 10 * log10(signal / noise)
   }
 }
+
+extension Speech {
+  /// `noisy` (the sentence after `lead` frames of noise alone; `clean`, the same without the
+  /// noise) through `chain`, mono: the SI-SNR of the input and of the output, moved back by the
+  /// chain's latency, against `clean` over the sentence; and the output (`latency` longer).
+  static func denoised(_ chain: VoiceChain, noisy: [Float], clean: [Float], lead: Int) -> (
+    before: Double, after: Double, output: [Float]
+  ) {
+    let latency = chain.latencyFrames
+    let y = TestSignals.processMono(chain, noisy + [Float](repeating: 0, count: latency))
+    let range = lead..<clean.count
+    let before = siSNR(noisy[range], reference: clean[range])
+    let after = siSNR(y[(range.lowerBound + latency)..<(range.upperBound + latency)], reference: clean[range])
+    return (before, after, y)
+  }
+}

@@ -38,11 +38,7 @@ import Testing
     let noisy = zip(clean, noise).map { $0 + $1 }
     let chain = T.chain("denoise")
     let latency = chain.latencyFrames
-    let y = T.processMono(chain, noisy + [Float](repeating: 0, count: latency))
-    let range = lead..<clean.count
-    let before = Speech.siSNR(noisy[range], reference: clean[range])
-    let after = Speech.siSNR(
-      y[(range.lowerBound + latency)..<(range.upperBound + latency)], reference: clean[range])
+    let (before, after, y) = Speech.denoised(chain, noisy: noisy, clean: clean, lead: lead)
     // Noise alone (the lead, after the estimator's first half second): attenuation.
     let quiet = 24_000..<lead
     let attenuation =

@@ -46,13 +46,8 @@ import Testing
     let noise = T.noise(
       frames: clean.count, amplitude: Float(cleanRMS / pow(10, 5.0 / 20) * 3.0.squareRoot()), seed: 42)
     let noisy = zip(clean, noise).map { $0 + $1 }
-    let chain = T.chain("webrtc-denoise")
-    let latency = chain.latencyFrames
-    let y = T.processMono(chain, noisy + [Float](repeating: 0, count: latency))
-    let range = lead..<clean.count
-    let before = Speech.siSNR(noisy[range], reference: clean[range])
-    let after = Speech.siSNR(
-      y[(range.lowerBound + latency)..<(range.upperBound + latency)], reference: clean[range])
+    let (before, after, _) = Speech.denoised(
+      T.chain("webrtc-denoise"), noisy: noisy, clean: clean, lead: lead)
     T.measured(
       "webrtc-denoise: SI-SNR " + String(format: "%.1f → %.1f dB (%+.1f)", before, after, after - before))
     #expect(after - before >= 2, "SNR improvement \(after - before) dB")

@@ -6,26 +6,14 @@ extension EndToEnd {
   /// `LIVEMIC_PRESETS_DIR`: it must find its presets beside itself), then `--uninstall`.
   @Suite("Install under a prefix")
   struct InstallTests {
-    /// Runs `executable` with `arguments` in `environment`; status and both outputs.
+    /// Runs `executable` with `arguments` in `environment`, from the package root; status and
+    /// both outputs.
     static func run(_ executable: String, _ arguments: [String], environment: [String: String]) throws -> (
       status: Int32, out: String, err: String
     ) {
-      let process = Process()
-      process.executableURL = URL(fileURLWithPath: executable)
-      process.arguments = arguments
-      process.environment = environment
-      process.currentDirectoryURL = Paths.root
-      let (out, err) = (Pipe(), Pipe())
-      process.standardOutput = out
-      process.standardError = err
-      try process.run()
-      let outData = out.fileHandleForReading.readDataToEndOfFile()
-      let errData = err.fileHandleForReading.readDataToEndOfFile()
-      process.waitUntilExit()
-      return (
-        process.terminationStatus, String(decoding: outData, as: UTF8.self),
-        String(decoding: errData, as: UTF8.self)
-      )
+      let (status, out, err) = try runToEnd(
+        URL(fileURLWithPath: executable), arguments, environment: environment, inRoot: true)
+      return (status, out, err)
     }
 
     @Test("install, run the installed binary (presets, render -p karaoke, a data-folder preset), uninstall")

@@ -70,13 +70,22 @@ final class LiveMicProcess {
 func runLiveMic(_ arguments: [String], environment extra: [String: String] = [:]) throws -> (
   status: Int32, stdout: String, stderr: String
 ) {
-  let process = Process()
-  process.executableURL = Paths.livemic
-  process.arguments = arguments
   var env = Paths.childEnvironment()
   env["JACK_NO_START_SERVER"] = "1"
   for (k, v) in extra { env[k] = v }
-  process.environment = env
+  return try runToEnd(Paths.livemic, arguments, environment: env)
+}
+
+/// Runs `executable ARGS` in `environment` (from the package root when `inRoot`) to completion:
+/// exit status, standard output and standard error.
+func runToEnd(_ executable: URL, _ arguments: [String], environment: [String: String], inRoot: Bool = false)
+  throws -> (status: Int32, stdout: String, stderr: String)
+{
+  let process = Process()
+  process.executableURL = executable
+  process.arguments = arguments
+  process.environment = environment
+  if inRoot { process.currentDirectoryURL = Paths.root }
   let out = Pipe()
   let err = Pipe()
   process.standardOutput = out
