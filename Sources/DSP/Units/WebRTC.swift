@@ -95,15 +95,10 @@ final class WebRTCProcessor {
   /// Runs the block's mono mean through WebRTC and writes the result to both channels.
   /// - Realtime: safe
   func run(_ block: StereoBlock) {
-    var offset = 0
-    while offset < block.frames {
-      let n = min(maxFrames, block.frames - offset)
-      let (l, r) = (block.left + offset, block.right + offset)
-      for f in 0..<n { mono[f] = 0.5 * (l[f] + r[f]) }
+    forEachMonoChunk(of: block, in: mono) { chunk, n in
       livemic_webrtc_run(handle, mono, mono, Int32(n))
-      l.update(from: mono, count: n)
-      r.update(from: mono, count: n)
-      offset += n
+      chunk.left.update(from: mono, count: n)
+      chunk.right.update(from: mono, count: n)
     }
   }
 
@@ -111,15 +106,28 @@ final class WebRTCProcessor {
   /// block: a frame is processed once both have reached its end).
   /// - Realtime: safe
   func receive(_ block: StereoBlock) {
+    forEachMonoChunk(of: block, in: reference) { _, n in
+      livemic_webrtc_push_reference(handle, reference, Int32(n))
+    }
+  }
+
+  /// Walks the block in chunks of at most `maxFrames`: each chunk's mono mean into `buffer`,
+  /// then `body` with the chunk and its length.
+  /// - Realtime: safe
+  @inline(__always)
+  private func forEachMonoChunk(
+    of block: StereoBlock, in buffer: UnsafeMutablePointer<Float>, _ body: (StereoBlock, Int) -> Void
+  ) {
     var offset = 0
     while offset < block.frames {
       let n = min(maxFrames, block.frames - offset)
       let (l, r) = (block.left + offset, block.right + offset)
-      for f in 0..<n { reference[f] = 0.5 * (l[f] + r[f]) }
-      livemic_webrtc_push_reference(handle, reference, Int32(n))
+      for f in 0..<n { buffer[f] = 0.5 * (l[f] + r[f]) }
+      body(StereoBlock(left: l, right: r, frames: n), n)
       offset += n
     }
   }
+
 }
 
 /// WebRTC's noise suppression (the `webrtc` engine of `denoise`): a speech/noise classifier on
