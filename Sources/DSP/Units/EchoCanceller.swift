@@ -90,7 +90,8 @@ public struct EchoCanceller: VoiceUnit {
   /// Thread: created off the audio thread; used on it.
   final class Engine {
     let echo: OpaquePointer
-    let residual: OpaquePointer
+    /// The residual echo suppressor; nil for a `linearOnly` engine.
+    let residual: OpaquePointer?
     let buffers: SpeexFrameBuffers
     /// The reference, 16-bit, indexed by frame number modulo `referenceCapacity`.
     private let ring: UnsafeMutablePointer<Int16>
@@ -109,24 +110,22 @@ public struct EchoCanceller: VoiceUnit {
     private let notchDen2: Float
     private var notchMemory: (Float, Float) = (0, 0)
 
-    /// Only the adaptive filter, the band under speexdsp's DC notch added back and no residual
-    /// suppressor (one frame of latency, not two): the first stage of `webrtc-aec`.
-    let linearOnly: Bool
-
-    /// Not real-time.
+    /// `linearOnly`: only the adaptive filter, the band under speexdsp's DC notch added back
+    /// and no residual suppressor (one frame of latency, not two): the first stage of
+    /// `webrtc-aec`. Not real-time.
     init(frame: Int, tail: Int, sampleRate: Int32, linearOnly: Bool = false) {
-      self.linearOnly = linearOnly
       let radius: Float = sampleRate < 12000 ? 0.9 : sampleRate < 24000 ? 0.982 : 0.992
       notchRadius = radius
       notchDen2 = Float(Double(radius * radius) + 0.7 * Double((1 - radius) * (1 - radius)))
       buffers = SpeexFrameBuffers(frame: frame)
       echo = speex_echo_state_init(Int32(frame), Int32(tail))
-      residual = speex_preprocess_state_init(Int32(frame), sampleRate)
+      residual = linearOnly ? nil : speex_preprocess_state_init(Int32(frame), sampleRate)
       ring = .allocate(capacity: EchoCanceller.referenceCapacity)
       ring.initialize(repeating: 0, count: EchoCanceller.referenceCapacity)
       argument = .allocate(capacity: 1)
       argument.pointee = sampleRate
       speex_echo_ctl(echo, SPEEX_ECHO_SET_SAMPLING_RATE, argument)
+      guard let residual else { return }
       for (request, value) in [
         (SPEEX_PREPROCESS_SET_DENOISE, 1), (SPEEX_PREPROCESS_SET_NOISE_SUPPRESS, 0),
         (SPEEX_PREPROCESS_SET_AGC, 0), (SPEEX_PREPROCESS_SET_DEREVERB, 0),
@@ -138,7 +137,7 @@ public struct EchoCanceller: VoiceUnit {
     }
 
     deinit {
-      speex_preprocess_state_destroy(residual)
+      if let residual { speex_preprocess_state_destroy(residual) }
       speex_echo_state_destroy(echo)
       ring.deallocate()
       argument.deallocate()
@@ -164,7 +163,7 @@ public struct EchoCanceller: VoiceUnit {
     /// - Realtime: safe
     func stepResidual() {
       let target = Int32(targetResidual.rounded())
-      if target == appliedResidual { return }
+      guard let residual, target != appliedResidual else { return }
       let next =
         appliedResidual < 0
         ? target
@@ -194,13 +193,12 @@ public struct EchoCanceller: VoiceUnit {
       } else {
         buffers.far.update(repeating: 0, count: frame)
       }
-      if linearOnly {
-        speex_echo_cancellation(echo, buffers.near, buffers.far, buffers.out)
-        restoreNotchedBand()
-      } else {
-        stepResidual()
-        speex_echo_cancellation(echo, buffers.near, buffers.far, buffers.out)
+      stepResidual()
+      speex_echo_cancellation(echo, buffers.near, buffers.far, buffers.out)
+      if let residual {
         _ = speex_preprocess_run(residual, buffers.out)
+      } else {
+        restoreNotchedBand()
       }
       buffers.setReady(from: buffers.out)
     }
@@ -216,7 +214,7 @@ public struct EchoCanceller: VoiceUnit {
     /// speexdsp's canceller passes its near end through a DC notch before it cancels (a second-
     /// order high-pass near 50 Hz at 48 kHz: radius 0.992, 0.982 under 24 kHz, 0.9 under
     /// 12 kHz), which took 0.7 dB off a voice's band below 300 Hz whether or not there was any
-    /// echo. In `linearOnly` mode this runs the same notch on the same near-end frame and adds
+    /// echo. Without a residual suppressor (`linearOnly`) this runs the same notch on the same near-end frame and adds
     /// back what it removed, so the frame leaves as the microphone minus the echo estimate, and
     /// the music's echo below the notch is left to the next stage. (The built-in `aec` keeps
     /// the notch: it is most of what it removes of a music bed's sub-bass.)
