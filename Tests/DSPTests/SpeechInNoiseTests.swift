@@ -11,7 +11,7 @@ import Testing
   /// One second of noise alone before the sentence (the estimator learns it there).
   static let lead = 48_000
 
-  /// Noise of `kind` for `frames` frames (any level: `snrGain` scales it). `speech` is the
+  /// Noise of `kind` for `frames` frames, at any level (`siSDR` scales it to the SNR). `speech` is the
   /// target sentence (for the speech-shaped noise).
   static func noise(_ kind: String, frames: Int, speech: [Float]) throws -> [Float] {
     switch kind {
