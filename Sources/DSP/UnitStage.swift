@@ -168,7 +168,7 @@ public final class UnitStage<Unit: VoiceUnit>: UnitStageBase, ChainStage {
     }
     let mix = fade.pointee.mix
     if mix != (targets.value(first &+ n) >= 0.5 ? 1 : 0) { return false }  // a bypass fade to run
-    return mix == 1 || unit.pointee.isTransparent(ParameterValues(previous: previous, current: current))
+    return mix == 1 || Unit.isTransparent(ParameterValues(previous: previous, current: current))
   }
 
   /// - Realtime: safe
@@ -210,7 +210,7 @@ public final class UnitStage<Unit: VoiceUnit>: UnitStageBase, ChainStage {
     }
     for k in 0..<outputCount {
       let i = outputs[k]
-      targets.set(first &+ i, unit.pointee.outputValue(i))
+      targets.set(first &+ i, unit.pointee.outputValueInPlace(i))
     }
   }
 

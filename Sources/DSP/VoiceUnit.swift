@@ -58,9 +58,10 @@ public protocol VoiceUnit {
 
   /// Whether `process` would leave any block unchanged at these settled values (an output
   /// volume of exactly 1): then the stage skips the block. Only for a unit without signal state
-  /// or outputs.
+  /// or outputs, so it depends on the values alone (static: the stage asks without touching, or
+  /// copying, the unit).
   /// - Realtime: safe
-  func isTransparent(_ parameters: ParameterValues) -> Bool
+  static func isTransparent(_ parameters: ParameterValues) -> Bool
 }
 
 /// Which signal a reference block is (`VoiceUnit.receiveReference`).
@@ -130,7 +131,13 @@ extension VoiceUnit {
   /// - Realtime: safe
   public func outputValue(_ index: Int) -> Float { 0 }
   /// - Realtime: safe
-  public func isTransparent(_ parameters: ParameterValues) -> Bool { false }
+  public static func isTransparent(_ parameters: ParameterValues) -> Bool { false }
+  /// `outputValue` read in place: `UnitStage` is never specialized, and there a non-mutating
+  /// call on `unit.pointee` copies the whole unit through its value witnesses (and destroys the
+  /// copy) every sub-block; a mutating one passes its address.
+  /// - Realtime: safe
+  @inline(__always)
+  mutating func outputValueInPlace(_ index: Int) -> Float { outputValue(index) }
 }
 
 /// Helpers shared by the units.

@@ -34,6 +34,19 @@ import Testing
     #expect(map.lastMoved.load(ordering: .relaxed) == 5 << 16 | 0 << 8 | 8, "five moves, the last CC 8")
   }
 
+  @Test("The cycle reads midi_in only while a controller is mapped or a learn waits")
+  func listening() throws {
+    let chain = Self.chain()
+    let map = MidiMap()
+    #expect(!map.isListening, "nothing mapped, no learn: the cycle fetches no MIDI buffer")
+    map.bind(cc: 7, channel: nil, to: try #require(chain.parameter("output.volume")))
+    #expect(map.isListening)
+    map.clear()
+    #expect(!map.isListening)
+    map.learning.store(true, ordering: .relaxed)
+    #expect(map.isListening)
+  }
+
   @Test("Other channels, unmapped controllers and other messages set nothing")
   func ignored() throws {
     let chain = Self.chain()

@@ -69,7 +69,7 @@ public struct OutputVolume: VoiceUnit {
   }
 
   /// - Realtime: safe
-  public func isTransparent(_ parameters: ParameterValues) -> Bool {
+  public static func isTransparent(_ parameters: ParameterValues) -> Bool {
     parameters.previous(0) == 1 && parameters.current(0) == 1
   }
 }

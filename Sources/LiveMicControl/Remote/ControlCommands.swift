@@ -46,6 +46,7 @@ extension LiveSession {
     guard let p = running.chain.parameter(key), p.spec.kind != .output else {
       return pending.answer(ControlServer.error("'\(key)' is not a settable parameter of the running chain"))
     }
+    state.midi.learning.store(true, ordering: .relaxed)  // the audio thread reads midi_in from now on
     let seen = state.midi.lastMoved.load(ordering: .relaxed) >> 16
     learning.append(Learning(pending: pending, key: key, seen: seen, deadline: .now() + .seconds(10)))
   }
@@ -68,6 +69,7 @@ extension LiveSession {
       }
     }
     learning.removeAll { moved >> 16 != $0.seen || now >= $0.deadline }
+    state.midi.learning.store(!learning.isEmpty, ordering: .relaxed)
   }
 
   /// Answers every waiting `learn` with `reason` (the server went away, LiveMic stops).

@@ -14,6 +14,19 @@ public final class MidiMap: @unchecked Sendable {
   private let bindings: UnsafeMutablePointer<Atomic<WordPair>>
   /// The last controller that moved, as `seen << 16 | channel << 8 | cc`, for MIDI learn.
   public let lastMoved = Atomic<UInt64>(0)
+  /// Whether any controller is mapped (set by `bind`, cleared by `clear`).
+  private let hasBindings = Atomic<Bool>(false)
+  /// Set by the supervisor while a MIDI learn waits for a controller to move.
+  public let learning = Atomic<Bool>(false)
+
+  /// Whether the audio thread reads `midi_in` at all: only while a controller is mapped or a
+  /// learn waits. Otherwise the cycle fetches no MIDI buffer (a JACK port buffer and its event
+  /// count cost a few hundred nanoseconds of a cold cycle).
+  /// - Realtime: safe
+  @inline(__always)
+  var isListening: Bool {
+    hasBindings.load(ordering: .relaxed) || learning.load(ordering: .relaxed)
+  }
   private static let slots = 16 * 128
 
   public init() {
@@ -35,10 +48,12 @@ public final class MidiMap: @unchecked Sendable {
       bindings[ch * 128 + cc].store(
         WordPair(first: UInt(bitPattern: parameter.index), second: range), ordering: .releasing)
     }
+    hasBindings.store(true, ordering: .releasing)
   }
 
   /// Removes every mapping.
   public func clear() {
+    hasBindings.store(false, ordering: .releasing)
     for i in 0..<Self.slots { bindings[i].store(Self.unmapped, ordering: .releasing) }
   }
 

@@ -170,13 +170,14 @@ public final class ProcessState: @unchecked Sendable {
       port.flatMap { jack_port_get_buffer($0, frames) }?.assumingMemoryBound(to: Float.self)
     }
     let inL = in1.assumingMemoryBound(to: Float.self)
+    // midi_in only while something reads it (`MidiMap.isListening`).
+    let midiBuffer = midi.isListening ? ports.midiIn.flatMap { jack_port_get_buffer($0, frames) } : nil
     let io = CycleBuffers(
       inputLeft: inL, inputRight: floats(ports.input2) ?? inL,
       outputLeft: out1.assumingMemoryBound(to: Float.self),
       outputRight: out2.assumingMemoryBound(to: Float.self), musicLeft: floats(ports.music1),
       musicRight: floats(ports.music2), monitorLeft: floats(ports.monitor1),
-      monitorRight: floats(ports.monitor2), midi: ports.midiIn.flatMap { jack_port_get_buffer($0, frames) },
-      frameTime: frameTime)
+      monitorRight: floats(ports.monitor2), midi: midiBuffer, frameTime: frameTime)
     run(io, frames: Int(frames))
     return 0
   }
