@@ -11,6 +11,8 @@ import Testing
 /// through `hearing`, 8.5 through `announce`, their compressors' makeup raising the floor).
 @Suite struct HeldNotePresetTests {
   static let rate = 48000
+  /// The shipped presets that denoise.
+  static let denoising = ["voice", "hearing", "announce", "stream", "podcast"]
 
   /// The sung note: 262 Hz, seven partials (1/k), ±30 cents of vibrato at 5.5 Hz, 4 s at
   /// -20 dBFS RMS, a 10 ms fade-in (the same as DSPTests' `HeldNoteTests.sungNote`).
@@ -42,7 +44,7 @@ import Testing
 
   @Test(
     "every preset that denoises keeps a sung note within 1 dB",
-    arguments: ["voice", "hearing", "announce", "stream", "podcast"])
+    arguments: denoising)
   func presetKeepsTheNote(_ preset: String) throws {
     let note = Self.sungNote()
     let left = try Self.render(note, preset: preset)
@@ -77,7 +79,7 @@ import Testing
 
   @Test(
     "every preset that denoises takes steady pink noise at -45 dBFS down by at least 15 dB within 2 s",
-    arguments: ["voice", "hearing", "announce", "stream", "podcast"])
+    arguments: denoising)
   func presetReducesTheFloor(_ preset: String) throws {
     let noise = Self.pinkNoise()
     let left = try Self.render(noise, preset: preset)
