@@ -6,7 +6,8 @@ import PackageDescription
 // harness under each sanitizer was build time spent for nothing.
 let offlineTestsOnly = Context.environment["LIVEMIC_OFFLINE_TESTS_ONLY"] == "1"
 let endToEndTests: [Target] =
-  offlineTestsOnly ? [] : [.testTarget(name: "EndToEndTests", dependencies: ["CJack", "CSndfile"])]
+  offlineTestsOnly
+  ? [] : [.testTarget(name: "EndToEndTests", dependencies: ["CJack", "CSndfile", "TestSupport"])]
 
 let package = Package(
   name: "LiveMic",
@@ -71,7 +72,11 @@ let package = Package(
       name: "livemic",
       dependencies: ["LiveMicControl", "LiveMicPresets", "LiveMicOffline", "LiveMicEngine", "LV2Host", "DSP"]),
 
-    .testTarget(name: "DSPTests", dependencies: ["DSP"]),
+    // What more than one test target uses: the installed plugins' URIs, a pink-noise filter.
+    // Plain Swift, no project module; only the test targets depend on it.
+    .target(name: "TestSupport", path: "Tests/Support/TestSupport"),
+
+    .testTarget(name: "DSPTests", dependencies: ["DSP", "TestSupport"]),
     // The engine offline: `ProcessState` driven with fake port buffers, no server; the rings and
     // the chain slot's handshake under two-thread stress.
     .testTarget(name: "LiveMicEngineTests", dependencies: ["LiveMicEngine", "DSP", "CJack"]),
@@ -82,11 +87,12 @@ let package = Package(
       name: "LiveMicControlTests",
       dependencies: [
         "LiveMicControl", "LiveMicPresets", "LiveMicOffline", "LiveMicEngine", "LV2Host", "DSP", "CEbur128",
-        "CSndfile",
+        "CSndfile", "TestSupport",
       ]),
     // The command line's own parts: the control client, the references.
     .testTarget(
-      name: "livemicTests", dependencies: ["livemic", "LiveMicControl", "LiveMicPresets", "LV2Host", "DSP"]),
+      name: "livemicTests",
+      dependencies: ["livemic", "LiveMicControl", "LiveMicPresets", "LV2Host", "DSP", "TestSupport"]),
   ] + endToEndTests,
   swiftLanguageModes: [.v6]
 )

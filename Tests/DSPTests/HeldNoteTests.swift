@@ -1,5 +1,6 @@
 import DSP
 import Foundation
+import TestSupport
 import Testing
 
 /// What a stationary-noise suppressor does to sounds that last: a sung note, a held vowel and a
@@ -76,20 +77,8 @@ import Testing
   /// Pink noise (Paul Kellet's filter on white) at `decibels` dBFS RMS.
   static func pinkNoise(seconds: Double, decibels: Double) -> [Float] {
     let white = T.noise(frames: Int(seconds * rate), amplitude: 1, seed: 11)
-    var b = [Double](repeating: 0, count: 7)
-    let pink = white.map { w -> Float in
-      let x = Double(w)
-      b[0] = 0.99886 * b[0] + x * 0.0555179
-      b[1] = 0.99332 * b[1] + x * 0.0750759
-      b[2] = 0.96900 * b[2] + x * 0.1538520
-      b[3] = 0.86650 * b[3] + x * 0.3104856
-      b[4] = 0.55000 * b[4] + x * 0.5329522
-      b[5] = -0.7616 * b[5] - x * 0.0168980
-      let y = b[0] + b[1] + b[2] + b[3] + b[4] + b[5] + b[6] + x * 0.5362
-      b[6] = x * 0.115926
-      return Float(y)
-    }
-    return normalized(pink, rmsDecibels: decibels)
+    var filter = PinkFilter()
+    return normalized(white.map { Float(filter(Double($0))) }, rmsDecibels: decibels)
   }
 
   /// A fan: white noise low-passed at 200 Hz (two one-pole sections) with a steady 100 Hz hum

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 extension EndToEnd {
@@ -139,11 +140,10 @@ extension EndToEnd.ControlSocketTests {
     defer { try? FileManager.default.removeItem(at: folder) }
     let env = ["XDG_RUNTIME_DIR": folder.path]
     let server = try JackServer()
-    let zeroconvolv = "http://gareus.org/oss/lv2/zeroconvolv#Mono"
     let livemic = try LiveMicProcess(
       [
-        "-s", server.name, "-n", "lmsave", "--no-connect", "-p", "karaoke", "--plugin", zeroconvolv,
-        "--plugin", "http://lv2plug.in/plugins/eg-amp", "-c", "eg-amp.gain=-4",
+        "-s", server.name, "-n", "lmsave", "--no-connect", "-p", "karaoke", "--plugin", Installed.zeroconvolv,
+        "--plugin", Installed.amp, "-c", "eg-amp.gain=-4",
       ], environment: env)
     #expect(livemic.waitForLog("latency capture-to-playback"), "\(livemic.log)")
     let ctl = { (words: [String]) in try runLiveMic(["ctl", "-n", "lmsave"] + words, environment: env) }
@@ -157,7 +157,7 @@ extension EndToEnd.ControlSocketTests {
     let echo = chain.first { $0["id"] as? String == "echo" }?["params"] as? [String: Double]
     let amp = chain.first { $0["id"] as? String == "eg-amp" }?["params"] as? [String: Double]
     #expect(echo?["mix"] == 0.5 && amp?["gain"] == -4, "\(text)")
-    let state = chain.first { $0["lv2"] as? String == zeroconvolv }?["state"] as? String
+    let state = chain.first { $0["lv2"] as? String == Installed.zeroconvolv }?["state"] as? String
     #expect(
       state.map { FileManager.default.fileExists(atPath: folder.appendingPathComponent($0).path) } == true,
       "\(text)")

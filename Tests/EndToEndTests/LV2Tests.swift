@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// LV2 plugins hosted by the release binary on a real jackd (dummy backend): real plugins from
@@ -6,12 +7,6 @@ import Testing
 extension EndToEnd {
   @Suite("LV2 plugins live", .serialized)
   struct LV2Tests {
-    static let amp = "http://lv2plug.in/plugins/eg-amp"
-    static let dpl = "http://gareus.org/oss/lv2/dpl#stereo"
-    static let delay = "http://drobilla.net/plugins/mda/Delay"
-    static let convo = "http://gareus.org/oss/lv2/convoLV2#Mono"
-    static let zeroconvolv = "http://gareus.org/oss/lv2/zeroconvolv#Mono"
-    static let fil4 = "http://gareus.org/oss/lv2/fil4#stereo"
     /// The period for tests that compare samples (`JackServer.takePeriod`).
     static let period = JackServer.takePeriod
 
@@ -96,7 +91,7 @@ extension EndToEnd {
       arguments: [-6, 0, 3.5, -20] as [Float])
     func egAmpIsBitExact(gain: Float) throws {
       let rig = try LiveAudioTests.rig(
-        ["-p", "flat", "--plugin", Self.amp, "-c", "eg-amp.gain=\(gain)"], signal: .frameCode,
+        ["-p", "flat", "--plugin", Installed.amp, "-c", "eg-amp.gain=\(gain)"], signal: .frameCode,
         period: Self.period)
       let coef = Self.ampCoefficient(gain)
       // `recordAfterRamp` retakes a window the server spoilt (the generator's own signal off its
@@ -127,10 +122,10 @@ extension EndToEnd {
       let threshold: Float = -6
       let preset = try Self.presetFile(
         """
-        {"lv2": "\(Self.amp)", "id": "amp", "params": {"gain": 12}},
-        {"lv2": "\(Self.delay)", "id": "delay"},
+        {"lv2": "\(Installed.amp)", "id": "amp", "params": {"gain": 12}},
+        {"lv2": "\(Installed.delay)", "id": "delay"},
         {"unit": "reverb", "params": {"mix": 40}},
-        {"lv2": "\(Self.dpl)", "id": "dpl", "params": {"threshold": \(threshold)}}
+        {"lv2": "\(Installed.dpl)", "id": "dpl", "params": {"threshold": \(threshold)}}
         """)
       defer { try? FileManager.default.removeItem(at: preset.deletingLastPathComponent()) }
       let rig = try LiveAudioTests.rig(
@@ -159,7 +154,7 @@ extension EndToEnd {
     @Test("worker:schedule: zeroconvolv loads its preset's IR through the worker and passes the signal")
     func workerLoadsImpulseResponse() throws {
       let preset = try Self.presetFile(
-        #"{"lv2": "\#(Self.zeroconvolv)", "id": "zc", "preset": "No-OP Mono"}"#)
+        #"{"lv2": "\#(Installed.zeroconvolv)", "id": "zc", "preset": "No-OP Mono"}"#)
       defer { try? FileManager.default.removeItem(at: preset.deletingLastPathComponent()) }
       let rig = try LiveAudioTests.rig(["-p", preset.path], signal: .frameCode, period: Self.period)
       // "No-OP Mono" is a delta impulse: once the worker has swapped the convolver in, the
@@ -192,7 +187,7 @@ extension EndToEnd {
     @Test("options + worker: convoLV2 without an IR instantiates, reads the block length and runs silent")
     func convolverWithoutImpulseResponseRuns() throws {
       let rig = try LiveAudioTests.rig(
-        ["-p", "flat", "--plugin", Self.convo], signal: .sine(frequencyHz: 440, amplitude: 0.5),
+        ["-p", "flat", "--plugin", Installed.convo], signal: .sine(frequencyHz: 440, amplitude: 0.5),
         period: Self.period)
       let cyclesBefore = rig.2.cycles.load(ordering: .relaxed)
       let (_, direct, left, right) = try Self.recordAfterRamp(rig, frames: 9600)
@@ -210,7 +205,7 @@ extension EndToEnd {
     @Test("options: x42 fil4 (stereo EQ, flat settings) instantiates and passes the signal")
     func equalizerPassesSignal() throws {
       let rig = try LiveAudioTests.rig(
-        ["-p", "flat", "--plugin", Self.fil4], signal: .sine(frequencyHz: 1000, amplitude: 0.3),
+        ["-p", "flat", "--plugin", Installed.fil4], signal: .sine(frequencyHz: 1000, amplitude: 0.3),
         period: Self.period)
       let (_, direct, left, right) = try Self.recordAfterRamp(rig, frames: 24000)
       let gainL = 20 * log10(rms(left[...]) / rms(direct[...]))
@@ -225,7 +220,7 @@ extension EndToEnd {
     @Test("latency: x42 dpl's reported latency is added to what LiveMic reports through JACK")
     func pluginLatencyIsReported() throws {
       let rig = try LiveAudioTests.rig(
-        ["-p", "flat", "--plugin", Self.dpl, "-c", "dpl_stereo.threshold=0"], signal: .frameCode,
+        ["-p", "flat", "--plugin", Installed.dpl, "-c", "dpl_stereo.threshold=0"], signal: .frameCode,
         period: Self.period)  // not 64, so the plugin's latency cannot be mistaken for a period
       let log = rig.3.log
       let chain = try #require(Self.loggedChainLatency(log), "no latency line in \(log)")
@@ -271,7 +266,10 @@ extension EndToEnd {
       try Self.writeBundle(in: folder, uri: uri, requiredFeature: feature)
       let unknown = "http://example.org/livemic-test/no-such-plugin"
       let rig = try LiveAudioTests.rig(
-        ["-p", "flat", "--plugin", unknown, "--plugin", uri, "--plugin", Self.amp, "-c", "eg-amp.gain=-6"],
+        [
+          "-p", "flat", "--plugin", unknown, "--plugin", uri, "--plugin", Installed.amp, "-c",
+          "eg-amp.gain=-6",
+        ],
         signal: .frameCode, period: Self.period, environment: ["LV2_PATH": folder.path + ":/usr/lib/lv2"])
       let log = rig.3.log
       #expect(
@@ -317,7 +315,9 @@ extension EndToEnd {
       try plugin.write(to: bundle.appendingPathComponent("plugin.ttl"), atomically: true, encoding: .utf8)
     }
 
-    static let guardedPlugins = ["--plugin", amp, "--plugin", dpl, "--plugin", delay]
+    static let guardedPlugins = [
+      "--plugin", Installed.amp, "--plugin", Installed.dpl, "--plugin", Installed.delay,
+    ]
 
     @Test("real-time guard: eg-amp + x42 dpl + MDA Delay, 2,000+ cycles and a buffer-size change: zero")
     func pluginsAreRealtimeSafe() throws {

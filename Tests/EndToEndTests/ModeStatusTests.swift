@@ -1,10 +1,10 @@
 import Foundation
+import TestSupport
 import Testing
 
 extension EndToEnd {
   @Suite("Processing modes in a running LiveMic", .serialized)
   struct ModeStatusTests {
-    static let fil4 = "http://gareus.org/oss/lv2/fil4#stereo"
     static let bogus = "urn:livemic:test:not-installed"
 
     @Test(
@@ -17,7 +17,7 @@ extension EndToEnd {
       let good = folder.appendingPathComponent("modes.json").path
       try #"""
       {"name": "modes", "chain": [
-        {"unit": "highpass", "mode": "automatic", "plugins": ["\#(Self.bogus)", "\#(Self.fil4)"], "params": {"freq_hz": 120}},
+        {"unit": "highpass", "mode": "automatic", "plugins": ["\#(Self.bogus)", "\#(Installed.fil4)"], "params": {"freq_hz": 120}},
         {"unit": "denoise", "mode": "automatic", "plugins": ["\#(Self.bogus)"]},
         {"unit": "limiter"}]}
       """#.write(toFile: good, atomically: true, encoding: .utf8)
@@ -33,7 +33,8 @@ extension EndToEnd {
       let status = jsonObject(try ctl(["--json", "status"]).stdout)
       let stages = status["chain"] as? [[String: Any]] ?? []
       let hp = stages.first { $0["id"] as? String == "highpass" } ?? [:]
-      #expect(hp["mode"] as? String == "automatic" && hp["implementation"] as? String == Self.fil4, "\(hp)")
+      #expect(
+        hp["mode"] as? String == "automatic" && hp["implementation"] as? String == Installed.fil4, "\(hp)")
       #expect((hp["why"] as? String)?.contains("\(Self.bogus) is not installed") == true, "\(hp)")
       let dn = stages.first { $0["id"] as? String == "denoise" } ?? [:]
       #expect(dn["mode"] as? String == "automatic" && dn["implementation"] as? String == "builtin", "\(dn)")

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 extension EndToEnd {
@@ -7,8 +8,6 @@ extension EndToEnd {
   /// packages no denoising plugin, so `plugin` for denoise is the refusal.
   @Suite("Processing modes switched live", .serialized)
   struct ModeSwitchTests {
-    static let fil4 = "http://gareus.org/oss/lv2/fil4#stereo"
-
     static func stage(_ status: [String: Any], _ id: String) -> [String: Any] {
       (status["chain"] as? [[String: Any]] ?? []).first { $0["id"] as? String == id } ?? [:]
     }
@@ -112,7 +111,7 @@ extension EndToEnd {
       #expect(try ctl(["set", "eq.bass_db", "4"]).status == 0)
       // To fil4: its parameters replace the built-in ones, freq_hz mapped; eq keeps its value.
       let plugin = jsonObject(try ctl(["mode", "highpass", "plugin"]).stdout)
-      #expect(plugin["implementation"] as? String == Self.fil4, "\(plugin)")
+      #expect(plugin["implementation"] as? String == Installed.fil4, "\(plugin)")
       #expect(try ctl(["get", "highpass.HPfreq"]).stdout.contains("120"))
       #expect(try ctl(["get", "eq.bass_db"]).stdout.contains("4"))
       // denoise to WebRTC: bypass kept, its latency declared.
@@ -137,7 +136,7 @@ extension EndToEnd {
         #expect(refused.status == 1 && refused.stderr.contains(sentence), "\(words): \(refused)")
       }
       let kept = jsonObject(try ctl(["status"]).stdout)
-      #expect(Self.stage(kept, "highpass")["implementation"] as? String == Self.fil4, "\(kept)")
+      #expect(Self.stage(kept, "highpass")["implementation"] as? String == Installed.fil4, "\(kept)")
       // Saved and loaded again: denoise asked for builtin keeps asking for it.
       #expect(try ctl(["mode", "denoise", "builtin"]).status == 0)
       let saved = folder.appendingPathComponent("saved.json").path
@@ -156,7 +155,7 @@ extension EndToEnd {
       let changes = EventStreamTests.events(events).filter { $0["event"] as? String == "mode-changed" }
       #expect(
         changes.map { "\($0["id"] ?? "?") \($0["implementation"] ?? "?")" } == [
-          "highpass \(Self.fil4)", "denoise webrtc", "denoise builtin", "highpass builtin",
+          "highpass \(Installed.fil4)", "denoise webrtc", "denoise builtin", "highpass builtin",
         ], "\(changes)")
     }
   }

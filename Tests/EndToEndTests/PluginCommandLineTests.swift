@@ -1,20 +1,20 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// `livemic plugins` and `livemic plugins show`, run as the release binary.
 extension EndToEnd {
   @Suite("Command line: plugins")
   struct PluginCommandLineTests {
-    static let amp = "http://lv2plug.in/plugins/eg-amp"
 
     @Test("'livemic plugins' lists eg-amp with its name, class and audio layout; FILTER narrows")
     func list() throws {
       let all = try runLiveMic(["plugins"])
       #expect(all.status == 0 && all.stderr.isEmpty)
-      #expect(all.stdout.contains("\(Self.amp)\n    Simple Amplifier [Amplifier Plugin, audio 1→1]\n"))
+      #expect(all.stdout.contains("\(Installed.amp)\n    Simple Amplifier [Amplifier Plugin, audio 1→1]\n"))
       #expect(all.stdout.contains(" — cannot host: it has 0 audio input(s) and 0 output(s)"))
       let filtered = try runLiveMic(["plugins", "amplifier"])
-      #expect(filtered.stdout.contains(Self.amp) && !filtered.stdout.contains("dpl#stereo"))
+      #expect(filtered.stdout.contains(Installed.amp) && !filtered.stdout.contains("dpl#stereo"))
       let none = try runLiveMic(["plugins", "no-such-plugin-x"])
       #expect(none.status == 0 && none.stdout == "no installed LV2 plugin matches 'no-such-plugin-x'\n")
     }
@@ -27,7 +27,7 @@ extension EndToEnd {
         JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [[String: Any]], "\(result.stdout)")
       let keys: Set = ["uri", "name", "className", "audioInputs", "audioOutputs", "canHost", "reason"]
       #expect(rows.allSatisfy { Set($0.keys) == keys })
-      let amp = try #require(rows.first { $0["uri"] as? String == Self.amp })
+      let amp = try #require(rows.first { $0["uri"] as? String == Installed.amp })
       #expect(
         amp["name"] as? String == "Simple Amplifier" && amp["className"] as? String == "Amplifier Plugin")
       #expect(amp["audioInputs"] as? Int == 1 && amp["audioOutputs"] as? Int == 1)
@@ -37,12 +37,12 @@ extension EndToEnd {
 
     @Test("'livemic plugins show' prints the gain port with its range; --json the whole description")
     func show() throws {
-      let text = try runLiveMic(["plugins", "show", Self.amp])
+      let text = try runLiveMic(["plugins", "show", Installed.amp])
       #expect(text.status == 0)
-      #expect(text.stdout.hasPrefix("Simple Amplifier\n  URI:      \(Self.amp)\n"), "\(text.stdout)")
+      #expect(text.stdout.hasPrefix("Simple Amplifier\n  URI:      \(Installed.amp)\n"), "\(text.stdout)")
       #expect(text.stdout.contains(#"    0 gain (control in) "Gain" range -90 to 24, default 0 dB"#))
       #expect(text.stdout.contains("  hostable: yes\n"))
-      let json = try runLiveMic(["plugins", "show", "--json", Self.amp])
+      let json = try runLiveMic(["plugins", "show", "--json", Installed.amp])
       let object = try #require(
         JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any], "\(json.stdout)")
       let ports = try #require(object["ports"] as? [[String: Any]])

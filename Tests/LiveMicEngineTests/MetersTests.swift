@@ -49,10 +49,7 @@ import Testing
 
   @Test("Nobody reading the meters, a cycle leaves them alone; wanted, it meters whole cycles from then")
   func metersOnlyWhenWanted() {
-    let state = ProcessState(chain: Engine.chain(gain: 0.5), sampleRate: Engine.sampleRate)
-    let io = FakePorts()
-    io.input(left: 0.25, right: -0.5)
-    Engine.openRamp(state, io)
+    let (state, io) = Engine.openState(Engine.chain(gain: 0.5), left: 0.25, right: -0.5)
     #expect(!state.meters.isWanted, "off until someone reads")
     io.run(state, frames: 64)
     state.meters.setWanted(true)
@@ -67,10 +64,7 @@ import Testing
 
   @Test("A cycle meters the dry input and the final output")
   func throughCycle() {
-    let state = ProcessState(chain: Engine.chain(gain: 0.5), sampleRate: Engine.sampleRate)
-    let io = FakePorts()
-    io.input(left: 1, right: -0.5)
-    Engine.openRamp(state, io)
+    let (state, io) = Engine.openState(Engine.chain(gain: 0.5), left: 1, right: -0.5)
     state.meters.setWanted(true)
     io.run(state, frames: 256)
     let read = state.meters.read()
@@ -84,10 +78,7 @@ import Testing
   /// count, or its input without its output).
   @Test("Readings during cycles are whole cycles: a constant level always reads that level")
   func readingsAreWholeCycles() {
-    let state = ProcessState(chain: Engine.chain(gain: 0.5), sampleRate: Engine.sampleRate)
-    let io = FakePorts()
-    io.input(left: 0.5, right: 0.5)
-    Engine.openRamp(state, io)
+    let (state, io) = Engine.openState(Engine.chain(gain: 0.5), left: 0.5, right: 0.5)
     state.meters.setWanted(true)
     let audio = AudioThread(state, io, frames: 64)
     let expected = [0.5, 0.5, 0.25, 0.25].map { 20 * log10($0) }

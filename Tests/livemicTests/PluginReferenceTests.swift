@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import LV2Host
@@ -10,13 +11,6 @@ import Testing
 @Suite("Plugin reference", .serialized)
 struct PluginReferenceTests {
   let world = ChainBuilder.world
-
-  enum Installed {
-    static let amp = "http://lv2plug.in/plugins/eg-amp"
-    static let dpl = "http://gareus.org/oss/lv2/dpl#stereo"
-    static let detune = "http://drobilla.net/plugins/mda/Detune"
-    static let noAudio = "http://gareus.org/oss/lv2/controlfilter#invert"
-  }
 
   @Test("'livemic plugins' lists installed plugins as text and as JSON with every key")
   func listing() throws {

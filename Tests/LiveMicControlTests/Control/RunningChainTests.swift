@@ -2,6 +2,7 @@ import DSP
 import Foundation
 import LV2Host
 import LiveMicPresets
+import TestSupport
 import Testing
 
 @testable import LiveMicControl
@@ -39,7 +40,7 @@ import Testing
   @Test("ctl mode: a stage resolved again in another mode, the other values kept; refusals in one sentence")
   func switchesOneStage() throws {
     let running = try Self.running()
-    let fil4 = "http://gareus.org/oss/lv2/fil4#stereo"
+    let fil4 = Installed.fil4
     let installed: (String) -> PluginAvailability = { $0 == fil4 ? .installed : .notInstalled }
     #expect(running.chain.set("eq.bass_db", 5) != nil)
     #expect(running.chain.set("denoise.bypass", 1) != nil)

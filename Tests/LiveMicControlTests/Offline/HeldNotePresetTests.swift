@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import LiveMicControl
@@ -11,6 +12,8 @@ import Testing
 /// through `hearing`, 8.5 through `announce`, their compressors' makeup raising the floor).
 @Suite struct HeldNotePresetTests {
   static let rate = 48000
+  /// The shipped presets that denoise.
+  static let denoising = ["voice", "hearing", "announce", "stream", "podcast"]
 
   /// The sung note: 262 Hz, seven partials (1/k), ±30 cents of vibrato at 5.5 Hz, 4 s at
   /// -20 dBFS RMS, a 10 ms fade-in (the same as DSPTests' `HeldNoteTests.sungNote`).
@@ -42,7 +45,7 @@ import Testing
 
   @Test(
     "every preset that denoises keeps a sung note within 1 dB",
-    arguments: ["voice", "hearing", "announce", "stream", "podcast"])
+    arguments: denoising)
   func presetKeepsTheNote(_ preset: String) throws {
     let note = Self.sungNote()
     let left = try Self.render(note, preset: preset)
@@ -56,19 +59,10 @@ import Testing
   /// Pink noise (Paul Kellet's filter over a fixed white sequence), 4 s at -45 dBFS RMS.
   static func pinkNoise() -> [Float] {
     var seed: UInt32 = 12345
-    var b = [Double](repeating: 0, count: 7)
+    var filter = PinkFilter()
     var x = (0..<(4 * rate)).map { _ -> Double in
       seed = seed &* 1_664_525 &+ 1_013_904_223
-      let w = Double(Int32(bitPattern: seed)) / Double(Int32.max)
-      b[0] = 0.99886 * b[0] + w * 0.0555179
-      b[1] = 0.99332 * b[1] + w * 0.0750759
-      b[2] = 0.96900 * b[2] + w * 0.1538520
-      b[3] = 0.86650 * b[3] + w * 0.3104856
-      b[4] = 0.55000 * b[4] + w * 0.5329522
-      b[5] = -0.7616 * b[5] - w * 0.0168980
-      let pink = b[0] + b[1] + b[2] + b[3] + b[4] + b[5] + b[6] + w * 0.5362
-      b[6] = w * 0.115926
-      return pink
+      return filter(Double(Int32(bitPattern: seed)) / Double(Int32.max))
     }
     let rms = (x.reduce(0) { $0 + $1 * $1 } / Double(x.count)).squareRoot()
     x = x.map { $0 * pow(10, -45.0 / 20) / rms }
@@ -77,7 +71,7 @@ import Testing
 
   @Test(
     "every preset that denoises takes steady pink noise at -45 dBFS down by at least 15 dB within 2 s",
-    arguments: ["voice", "hearing", "announce", "stream", "podcast"])
+    arguments: denoising)
   func presetReducesTheFloor(_ preset: String) throws {
     let noise = Self.pinkNoise()
     let left = try Self.render(noise, preset: preset)

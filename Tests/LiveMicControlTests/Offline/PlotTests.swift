@@ -2,6 +2,7 @@ import DSP
 import Foundation
 import FoundationXML
 import LV2Host
+import TestSupport
 import Testing
 
 @testable import LiveMicControl

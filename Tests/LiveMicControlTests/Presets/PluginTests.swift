@@ -1,21 +1,15 @@
 import DSP
 import Foundation
+import TestSupport
 import Testing
 
 @testable import LV2Host
 @testable import LiveMicControl
 @testable import LiveMicPresets
 
-/// Installed plugins the tests use (Debian packages lv2-examples, x42-plugins, mda-lv2).
-enum Installed {
-  static let amp = "http://lv2plug.in/plugins/eg-amp"
-  static let dpl = "http://gareus.org/oss/lv2/dpl#stereo"
-  static let detune = "http://drobilla.net/plugins/mda/Detune"
-  static let fil4 = "http://gareus.org/oss/lv2/fil4#stereo"
-  static let convo = "http://gareus.org/oss/lv2/convoLV2#Mono"
-  static let zeroconvolv = "http://gareus.org/oss/lv2/zeroconvolv#Mono"
-  static let monoToStereo = "http://gareus.org/oss/lv2/zeroconvolv#CfgMonoToStereo"
-  static let noAudio = "http://gareus.org/oss/lv2/controlfilter#invert"
+/// Installed plugins the tests use (their URIs: TestSupport's `Installed`), built with the
+/// tests' host settings.
+extension Installed {
   static let settings = HostSettings(
     sampleRate: 48000, maxBlockFrames: 256, nominalBlockFrames: 256, fixedBlocks: false)
 
@@ -104,7 +98,7 @@ struct PluginTests {
     "stage ids derive from the URI",
     arguments: [
       (Installed.amp, "eg-amp"), (Installed.dpl, "dpl_stereo"),
-      ("http://drobilla.net/plugins/mda/Delay", "delay"),
+      (Installed.delay, "delay"),
       (Installed.convo, "convolv2_mono"), ("http://example.org/plugins/3band", "lv2_3band"),
       ("http://example.org/my plug/", "my_plug"), ("urn:example:Thing", "urn_example_thing"),
     ])

@@ -1,5 +1,6 @@
 import DSP
 import Foundation
+import TestSupport
 import Testing
 
 @testable import LV2Host
