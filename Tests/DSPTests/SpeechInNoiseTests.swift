@@ -91,21 +91,21 @@ import Testing
         #expect(after >= before, "\(kind) at \(snr) dB SNR: SI-SDR \(before) → \(after) dB")
         continue
       }
-      // Measured 2026-12-03: -0.17 / -0.10 / -0.03 dB. The loss is in the quiet between bursts:
-      // speexdsp removes 0.1 dB of a burst, and its noise estimate, which falls towards a quieter
-      // frame by 3% a 5 ms frame (a 165 ms time constant), then takes the speech between bursts
-      // down with noise that is gone (the speech there 19 dB over its error, against 32 dB with
-      // no noise at all). Guards that stepped aside while the estimate was stale (from
-      // GET_PSD / GET_NOISE_PSD: the frame's power under a quarter of the estimate, or most of
-      // the estimate in bins holding under a tenth of it) brought it to -0.05 / -0.03 / +0.04 dB
-      // at best but cost the steady-noise tests (fan or pink noise under 15 dB down); one that
-      // stepped aside while the estimate's total fell by a fifth in 50 ms changed nothing
-      // (-0.16 / -0.09 / -0.03 dB: the speech between bursts holds the bins that carry most of
-      // the estimate, where it does not fall). Not fixed.
-      withKnownIssue("denoise leaves speech in bursts of noise up to 0.2 dB worse (SI-SDR)") {
+      // Measured 2026-12-03 before `RemovalLimit`: -0.17 / -0.10 / -0.03 dB. speexdsp removed
+      // 0.1 dB of a burst, and between bursts its noise estimate (falling towards a quieter frame
+      // by 3% a 5 ms frame, a 165 ms time constant) and the low-band gate's floor took the speech
+      // down with noise that was gone. Guards that stepped aside while speexdsp's estimate looked
+      // stale (GET_PSD / GET_NOISE_PSD) reached -0.05 / -0.03 / +0.04 dB but cost the steady-noise
+      // tests. `RemovalLimit` (what a frame loses held to 8 times the input's floor over 200 ms)
+      // keeps those tests and the stationary mean (5.27 dB) and gives -0.07 / -0.01 / +0.02 dB;
+      // without the low-band gate and without the limit it is -0.08 / -0.03 / +0.01 dB: what
+      // is left is speexdsp's own, in and around the bursts. Not met at 0 and 5 dB SNR.
+      withKnownIssue(
+        "denoise leaves speech in bursts of noise up to 0.1 dB worse (SI-SDR)", isIntermittent: true
+      ) {
         #expect(after >= before, "\(kind) at \(snr) dB SNR: SI-SDR \(before) → \(after) dB")
       }
-      #expect(after >= before - 0.5, "\(kind) at \(snr) dB SNR: SI-SDR \(before) → \(after) dB")
+      #expect(after >= before - 0.2, "\(kind) at \(snr) dB SNR: SI-SDR \(before) → \(after) dB")
     }
   }
 }
