@@ -41,6 +41,12 @@ import Testing
         for (i, v) in talker.enumerated() where start + i < frames { x[start + i] += v }
       }
       return x
+    case "short bursts":  // white noise switched on for 100 ms every 400 ms (5 ms ramps)
+      return T.noise(frames: frames, amplitude: 1, seed: 23).enumerated().map { i, v in
+        let phase = i % 19_200
+        let ramp = min(Float(phase) / 240, Float(4_800 - phase) / 240, 1)
+        return phase < 4_800 ? v * max(ramp, 0) : 0
+      }
     default:  // "bursts": pink noise switched on for 250 ms every 750 ms (5 ms ramps)
       let pink = HeldNoteTests.pinkNoise(seconds: Double(frames) / rate, decibels: -20)
       return pink.enumerated().map { i, v in
@@ -82,27 +88,30 @@ import Testing
 
   @Test(
     "Non-stationary noise (two other talkers, bursts of noise at 0, 5, 10 dB SNR) is never made worse",
-    arguments: ["babble", "bursts"])
+    arguments: ["babble", "bursts", "short bursts"])
   func nonStationaryNoise(_ kind: String) throws {
     let speech = try #require(Speech.samples, "espeak-ng and sox make the voice (scripts/setup --test)")
     for snr in [0.0, 5, 10] {
       let (before, after) = try Self.siSDR(kind, snr: snr, speech: speech)
-      guard kind == "bursts" else {
+      guard kind.hasSuffix("bursts") else {
         #expect(after >= before, "\(kind) at \(snr) dB SNR: SI-SDR \(before) → \(after) dB")
         continue
       }
-      // Measured 2026-12-03 before `RemovalLimit`: -0.17 / -0.10 / -0.03 dB. speexdsp removed
-      // 0.1 dB of a burst, and between bursts its noise estimate (falling towards a quieter frame
-      // by 3% a 5 ms frame, a 165 ms time constant) and the low-band gate's floor took the speech
-      // down with noise that was gone. Guards that stepped aside while speexdsp's estimate looked
-      // stale (GET_PSD / GET_NOISE_PSD) reached -0.05 / -0.03 / +0.04 dB but cost the steady-noise
-      // tests. `RemovalLimit` (what a frame loses held to 8 times the input's floor over 200 ms)
-      // keeps those tests and the stationary mean (5.27 dB) and gives -0.07 / -0.01 / +0.02 dB;
-      // without the low-band gate and without the limit it is -0.08 / -0.03 / +0.01 dB. What is
-      // left (0 dB SNR, measured by projecting the output on the sentence): the error in the
-      // 200 ms after each burst is now 25 dB under the bursts' own noise, but the speech itself comes out 2.6% lower in
-      // amplitude in a burst's first 200 ms and 1.4% lower between bursts, while speexdsp takes
-      // only 0.05 dB of the bursts' noise out. Not met at 0 and 5 dB SNR.
+      // Bursts of pink noise (250 ms in 750), measured 2026-12-03: -0.17 / -0.10 / -0.03 dB
+      // before `RemovalLimit`, -0.07 / -0.01 / +0.02 dB with it (the stationary mean unchanged,
+      // 5.27 dB). Short bursts of white noise (100 ms in 400): -0.05 / -0.07 / -0.02 dB.
+      // Where the rest is (0 dB SNR, the output fitted as a·speech + b·noise region by region):
+      // in a burst speexdsp passes speech and noise alike (a 0.9935, b 0.9938: it removes almost
+      // nothing of noise it has had no time to learn); in the 200 ms after a burst the speech
+      // comes out 2.5% lower (its estimate, learnt in the burst, falls 3% a 5 ms frame), between
+      // bursts 0.4% lower; clean speech alone passes at 0.9988. So the output's speech sits a
+      // little below its noise, which SI-SDR counts. Tried in session 11 and not kept: speexdsp's
+      // estimate updated 4 more times a frame (`speex_preprocess_estimate_update`) while it held
+      // 30 times the input's floor made these +0.24 / +0.30 / +0.32 dB (it learns a burst in time
+      // to remove it), but cost 0.5 dB on steady white noise and 0.7 dB on 1 s bursts of pink
+      // noise at 20 dB SNR (it learns held speech as fast); gating it by speexdsp's speech
+      // probability, by its estimate against the frame's power, or on an absolute estimate lost
+      // either the gain or the steady cases. Not met at 0 and 5 dB SNR.
       withKnownIssue(
         "denoise leaves speech in bursts of noise up to 0.1 dB worse (SI-SDR)", isIntermittent: true
       ) {
