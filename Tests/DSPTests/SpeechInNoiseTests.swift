@@ -108,10 +108,11 @@ import Testing
       // little below its noise, which SI-SDR counts. Tried in session 11 and not kept: speexdsp's
       // estimate updated 4 more times a frame (`speex_preprocess_estimate_update`) while it held
       // 30 times the input's floor made these +0.24 / +0.30 / +0.32 dB (it learns a burst in time
-      // to remove it), but cost 0.5 dB on steady white noise and 0.7 dB on 1 s bursts of pink
-      // noise at 20 dB SNR (it learns held speech as fast); gating it by speexdsp's speech
-      // probability, by its estimate against the frame's power, or on an absolute estimate lost
-      // either the gain or the steady cases. Not met at 0 and 5 dB SNR.
+      // to remove it), but made the short bursts worse (-0.09 / -0.14 / -0.12 dB) and cost
+      // 0.5 dB on steady white noise and 0.7 dB on 1 s bursts of pink noise at 20 dB SNR (it
+      // learns held speech as fast); gating it by speexdsp's speech probability, by the
+      // estimate against the frame's power, by an absolute estimate or by the input being
+      // unvoiced lost either the gain or other cases. Not met at 0 and 5 dB SNR.
       withKnownIssue(
         "denoise leaves speech in bursts of noise up to 0.1 dB worse (SI-SDR)", isIntermittent: true
       ) {
