@@ -13,7 +13,15 @@ extension Thread {
   /// stack. Not real-time.
   @discardableResult
   static func startOwn(_ name: String, _ body: @escaping @Sendable () -> Void) -> Thread {
-    let thread = Thread(block: body)
+    // The system thread's name (`top -H`, `ps -L`, a debugger): Linux takes at most 15 bytes and
+    // refuses a longer one, and the process is already `livemic`.
+    let short = name.hasPrefix("livemic-") ? String(name.dropFirst("livemic-".count)) : name
+    let systemName = String(decoding: short.utf8.prefix(15), as: UTF8.self)
+    let thread = Thread {
+      // Set on the thread itself: only then does Foundation name the system thread too.
+      Thread.current.name = systemName
+      body()
+    }
     thread.name = name
     thread.stackSize = ownStackBytes
     thread.start()
