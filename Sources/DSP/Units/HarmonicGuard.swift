@@ -9,8 +9,10 @@ import Foundation
 /// about 8 kHz, for periods of 70–1000 Hz. A sound is *held* once it has been periodic for
 /// `heldMilliseconds` with no gap longer than `gapMilliseconds`. A held sound whose pitch stays
 /// within `machineCents` for half a second is a machine (mains or fan hum): no voice or acoustic
-/// instrument holds a pitch that still, so it stays noise. Broadband noise (pink, white, a fan's
-/// rumble) is never periodic.
+/// instrument holds a pitch that still, so it stays noise. A periodic sound whose pitch glides
+/// (speech's intonation) is not held either: its pitch must stay within `heldCents` over
+/// `heldMilliseconds`, or swing like a vibrato. Broadband noise (pink, white, a fan's rumble) is
+/// never periodic.
 ///
 /// Thread: prepared off the audio thread; `feed` on the audio thread.
 final class HarmonicGuard {
@@ -21,6 +23,19 @@ final class HarmonicGuard {
   /// The pitch range (cents, over `steadyMilliseconds`) within which a held sound is a machine.
   static let machineCents: Float = 6
   static let steadyMilliseconds = 500.0
+  /// The pitch range (cents, over `heldMilliseconds`) within which a periodic sound is held: a
+  /// note with a moderate vibrato (±30 cents) or a held vowel's drift stays well inside it;
+  /// speech's intonation glides further (170–390 cents over 250 ms in the test sentences).
+  static let heldCents: Float = 150
+  /// A wider pitch range is still held when it is a vibrato: at least `vibratoSwings` crossings
+  /// of its mean (each past a third of the half range, and past `vibratoMarginCents`) over the
+  /// voiced stretch's last `steadyMilliseconds`, moving at most `vibratoStepCents` between
+  /// analyses (±130 cents at 6 Hz moves 49; speech's jumps and octave errors move more) and
+  /// spanning at most `vibratoRangeCents`.
+  static let vibratoSwings = 2
+  static let vibratoMarginCents: Float = 10
+  static let vibratoStepCents: Float = 60
+  static let vibratoRangeCents: Float = 400
   /// YIN's threshold on the normalized difference: below it, a period is found.
   static let threshold: Float = 0.2
   /// Sounds below this mean square (about -60 dBFS) are not judged.
@@ -38,6 +53,8 @@ final class HarmonicGuard {
   /// The recent periods' log2, one per voiced analysis, newest last.
   private let pitches: UnsafeMutablePointer<Float>
   private let pitchCapacity: Int
+  /// How many of the newest pitches span `heldMilliseconds`.
+  private let heldPitchCount: Int
   private var pitchCount = 0
   /// Two cascaded low-passes (anti-aliasing before decimation): coefficients and state.
   private let b0: Float, b1: Float, b2: Float, a1: Float, a2: Float
@@ -68,6 +85,7 @@ final class HarmonicGuard {
     difference = .allocate(capacity: maxLag + 2)
     difference.initialize(repeating: 0, count: maxLag + 2)
     pitchCapacity = max(Int(Self.steadyMilliseconds / hopMilliseconds), 1)
+    heldPitchCount = min(max(Int(Self.heldMilliseconds / hopMilliseconds), 1), pitchCapacity)
     pitches = .allocate(capacity: pitchCapacity)
     pitches.initialize(repeating: 0, count: pitchCapacity)
     // RBJ low-pass at 0.4 of the analysis rate, Q 0.707 (two in cascade: 24 dB/octave).
@@ -146,7 +164,7 @@ final class HarmonicGuard {
         pitchCount = 0
       }
     }
-    held = voicedMilliseconds >= Self.heldMilliseconds && !machineSteady()
+    held = voicedMilliseconds >= Self.heldMilliseconds && !machineSteady() && melodic()
   }
 
   /// The pitch (Hz) of the window when it is periodic, else 0.
@@ -180,6 +198,51 @@ final class HarmonicGuard {
     let shift = denominator > 0 ? 0.5 * (a - c) / denominator : 0
     let lag = Float(found) + max(-0.5, min(0.5, shift))
     return Float(analysisRate) / lag
+  }
+
+  /// True when the pitch of the last `heldMilliseconds` stayed within `heldCents` (a note, a held
+  /// vowel) or swings like a vibrato: not speech's gliding intonation, which a stationary-noise
+  /// suppressor should go on cleaning (it cost 0.5 dB of SI-SDR gain over stationary noise in
+  /// `scripts/bench-quality` before this check).
+  /// - Realtime: safe
+  private func melodic() -> Bool {
+    let count = min(heldPitchCount, pitchCount)
+    guard count > 0 else { return false }
+    var (low, high) = (pitches[pitchCount - count], pitches[pitchCount - count])
+    for i in (pitchCount - count)..<pitchCount {
+      low = min(low, pitches[i])
+      high = max(high, pitches[i])
+    }
+    if (high - low) * 1200 <= Self.heldCents { return true }
+    return vibrato()
+  }
+
+  /// True when the voiced stretch's pitch (its last `steadyMilliseconds`, at least
+  /// `heldMilliseconds` of it) swings like a vibrato (see `vibratoSwings`).
+  /// - Realtime: safe
+  private func vibrato() -> Bool {
+    guard pitchCount >= heldPitchCount else { return false }
+    var mean: Float = 0
+    var (low, high) = (pitches[0], pitches[0])
+    for i in 0..<pitchCount {
+      mean += pitches[i]
+      low = min(low, pitches[i])
+      high = max(high, pitches[i])
+    }
+    mean /= Float(pitchCount)
+    guard (high - low) * 1200 <= Self.vibratoRangeCents else { return false }
+    // A crossing counts once the pitch is past the margin on the other side (jitter is not).
+    let margin = max(Self.vibratoMarginCents / 1200, (high - low) / 6)
+    let step = Self.vibratoStepCents / 1200
+    var (side, crossings) = (0, 0)
+    for i in 0..<pitchCount {
+      if i > 0 && abs(pitches[i] - pitches[i - 1]) > step { return false }
+      let d = pitches[i] - mean
+      let now = d > margin ? 1 : d < -margin ? -1 : side
+      if now != side && side != 0 { crossings += 1 }
+      side = now
+    }
+    return crossings >= Self.vibratoSwings
   }
 
   /// True when the last `steadyMilliseconds` of pitch stayed within `machineCents`.
