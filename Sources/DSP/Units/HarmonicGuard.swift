@@ -11,7 +11,7 @@ import Foundation
 /// within `machineCents` for half a second is a machine (mains or fan hum): no voice or acoustic
 /// instrument holds a pitch that still, so it stays noise. A periodic sound whose pitch glides
 /// (speech's intonation) is not held either: its pitch must stay within `heldCents` over
-/// `heldMilliseconds`, or swing like a vibrato. Broadband noise (pink, white, a fan's rumble) is
+/// `heldMilliseconds`, swing like a vibrato or move in steps like a run of notes. Broadband noise (pink, white, a fan's rumble) is
 /// never periodic.
 ///
 /// Thread: prepared off the audio thread; `feed` on the audio thread.
@@ -204,9 +204,9 @@ final class HarmonicGuard {
   }
 
   /// True when the pitch of the last `heldMilliseconds` stayed within `heldCents` (a note, a held
-  /// vowel) or swings like a vibrato: not speech's gliding intonation, which a stationary-noise
-  /// suppressor should go on cleaning (it cost 0.5 dB of SI-SDR gain over stationary noise in
-  /// `scripts/bench-quality` before this check).
+  /// vowel), swings like a vibrato or moves in steps (a run of notes): not speech's gliding
+  /// intonation, which a stationary-noise suppressor should go on cleaning (holding it cost
+  /// `scripts/bench-quality`'s mean SI-SDR gain over stationary noise 5.66 → 5.22 dB).
   /// - Realtime: safe
   private func melodic() -> Bool {
     let count = min(heldPitchCount, pitchCount)
