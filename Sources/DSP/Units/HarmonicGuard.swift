@@ -211,13 +211,19 @@ final class HarmonicGuard {
   private func melodic() -> Bool {
     let count = min(heldPitchCount, pitchCount)
     guard count > 0 else { return false }
-    var (low, high) = (pitches[pitchCount - count], pitches[pitchCount - count])
+    if rangeCents(ofNewest: count) <= Self.heldCents { return true }
+    return vibrato() || stepwise(count)
+  }
+
+  /// The range (cents) of the newest `count` pitches (1 ≤ `count` ≤ `pitchCount`).
+  /// - Realtime: safe
+  private func rangeCents(ofNewest count: Int) -> Float {
+    var (low, high) = (pitches[pitchCount - 1], pitches[pitchCount - 1])
     for i in (pitchCount - count)..<pitchCount {
       low = min(low, pitches[i])
       high = max(high, pitches[i])
     }
-    if (high - low) * 1200 <= Self.heldCents { return true }
-    return vibrato() || stepwise(count)
+    return (high - low) * 1200
   }
 
   /// True when the newest `count` pitches move in steps, like a run of notes: most of them
@@ -240,17 +246,13 @@ final class HarmonicGuard {
   /// - Realtime: safe
   private func vibrato() -> Bool {
     guard pitchCount >= heldPitchCount else { return false }
+    let range = rangeCents(ofNewest: pitchCount)
+    guard range <= Self.vibratoRangeCents else { return false }
     var mean: Float = 0
-    var (low, high) = (pitches[0], pitches[0])
-    for i in 0..<pitchCount {
-      mean += pitches[i]
-      low = min(low, pitches[i])
-      high = max(high, pitches[i])
-    }
+    for i in 0..<pitchCount { mean += pitches[i] }
     mean /= Float(pitchCount)
-    guard (high - low) * 1200 <= Self.vibratoRangeCents else { return false }
     // A crossing counts once the pitch is past the margin on the other side (jitter is not).
-    let margin = max(Self.vibratoMarginCents / 1200, (high - low) / 6)
+    let margin = max(Self.vibratoMarginCents, range / 6) / 1200
     let step = Self.vibratoStepCents / 1200
     var (side, crossings) = (0, 0)
     for i in 0..<pitchCount {
@@ -267,11 +269,6 @@ final class HarmonicGuard {
   /// - Realtime: safe
   private func machineSteady() -> Bool {
     guard pitchCount == pitchCapacity else { return false }
-    var (low, high) = (pitches[0], pitches[0])
-    for i in 1..<pitchCount {
-      low = min(low, pitches[i])
-      high = max(high, pitches[i])
-    }
-    return (high - low) * 1200 < Self.machineCents
+    return rangeCents(ofNewest: pitchCount) < Self.machineCents
   }
 }
