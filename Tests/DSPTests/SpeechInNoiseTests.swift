@@ -97,24 +97,33 @@ import Testing
         #expect(after >= before, "\(kind) at \(snr) dB SNR: SI-SDR \(before) → \(after) dB")
         continue
       }
-      // Bursts of pink noise (250 ms in 750), measured 2026-12-03: -0.17 / -0.10 / -0.03 dB
-      // before `RemovalLimit`, -0.07 / -0.01 / +0.02 dB with it (the stationary mean unchanged,
-      // 5.27 dB). Short bursts of white noise (100 ms in 400): -0.05 / -0.07 / -0.02 dB.
-      // Where the rest is (0 dB SNR, the output fitted as a·speech + b·noise region by region):
-      // in a burst speexdsp passes speech and noise alike (a 0.9935, b 0.9938: it removes almost
-      // nothing of noise it has had no time to learn); in the 200 ms after a burst the speech
-      // comes out 2.5% lower (its estimate, learnt in the burst, falls 3% a 5 ms frame), between
-      // bursts 0.4% lower; clean speech alone passes at 0.9988. So the output's speech sits a
-      // little below its noise, which SI-SDR counts. Tried in session 11 and not kept: speexdsp's
-      // estimate updated 4 more times a frame (`speex_preprocess_estimate_update`) while it held
-      // 30 times the input's floor made these +0.24 / +0.30 / +0.32 dB (it learns a burst in time
-      // to remove it), but made the short bursts worse (-0.09 / -0.14 / -0.12 dB) and cost
-      // 0.5 dB on steady white noise and 0.7 dB on 1 s bursts of pink noise at 20 dB SNR (it
-      // learns held speech as fast); gating it by speexdsp's speech probability, by the
-      // estimate against the frame's power, by an absolute estimate or by the input being
-      // unvoiced lost either the gain or other cases. Not met at 0 and 5 dB SNR.
+      // Bursts of pink noise (250 ms in 750), measured 2026-12-03: -0.17 / -0.10 / -0.03 dB before
+      // `RemovalLimit`, -0.07 / -0.01 / +0.02 dB with it. Since the held-sound guard stopped
+      // holding speech (f69bc59: stationary mean 5.27 -> 5.56 dB), -0.07 / -0.04 / -0.01 dB, and
+      // short bursts of white noise (100 ms in 400) -0.05 / -0.06 / -0.12 dB (were -0.05 / -0.07 /
+      // -0.02): speech the guard held was passed exactly, which costs nothing in bursts. Where the
+      // loss is (0 dB SNR, the output fitted as a·speech + b·noise region by region): in a burst
+      // speexdsp passes speech and noise alike (a 0.9935, b 0.9938); after it the speech comes out
+      // up to 2% lower. Why (2026-12-03; speexdsp driven alone through ctypes, then this unit with
+      // a temporary patch): its start. For its first 100 frames (0.5 s) speexdsp tracks minima over
+      // 75 ms and learns fast, so it learns the lead's bursts as noise; that estimate then falls
+      // only where the input is below it, over seconds, and takes the speech down meanwhile. Run
+      // past its start (1000 frames of silence through it at `prepare`: minima over 750 ms, as on a
+      // rig that has run a while) it never learns a burst: pink bursts +0.01 / +0.01 / +0.01 dB,
+      // short bursts -0.01 / -0.01 / -0.00, babble +0.04 / +0.06 / +0.08 dB; but it then needs 1 to
+      // 2 s to learn steady noise, and the stationary mean falls to 3.74 dB (1 s of noise before
+      // the sentence; 4.99 dB with 2 s, where the bursts are back to -0.02 / -0.02 / -0.01). Not
+      // kept: a suppressor that is slow to learn every room, and every preset switch, to win 0.07
+      // dB here. Tried in session 11 and not kept: speexdsp's estimate updated 4 more times a frame
+      // (`speex_preprocess_estimate_update`) while it held 30 times the input's floor made the pink
+      // bursts +0.24 / +0.30 / +0.32 dB (it learns a burst in time to remove it), but made the
+      // short bursts worse (-0.09 / -0.14 / -0.12 dB) and cost 0.5 dB on steady white noise and 0.7
+      // dB on 1 s bursts of pink noise at 20 dB SNR (it learns held speech as fast); gating it by
+      // speexdsp's speech probability, by the estimate against the frame's power, by an absolute
+      // estimate or by the input being unvoiced lost either the gain or other cases. Not met at 0,
+      // 5 and 10 dB SNR.
       withKnownIssue(
-        "denoise leaves speech in bursts of noise up to 0.1 dB worse (SI-SDR)", isIntermittent: true
+        "denoise leaves speech in bursts of noise up to 0.15 dB worse (SI-SDR)", isIntermittent: true
       ) {
         #expect(after >= before, "\(kind) at \(snr) dB SNR: SI-SDR \(before) → \(after) dB")
       }
