@@ -232,6 +232,14 @@ extension Preset {
         throw .invalid(
           path: path, key: "route.\(direction)", reason: "expected an array of port-name patterns")
       }
+      for pattern in list.compactMap(\.string) {
+        if let problem = PortPattern.problem(pattern) {
+          throw .invalid(
+            path: path, key: "route.\(direction)",
+            reason:
+              "'\(pattern)' is not a port-name pattern (a POSIX extended regular expression: \(problem))")
+        }
+      }
       if direction == "out" {
         routeOut = list.compactMap(\.string)
       } else {

@@ -67,6 +67,15 @@ struct ArgumentReader {
     return v
   }
 
+  /// The option's value, a port-name pattern (`PortPattern`).
+  mutating func pattern(for option: String) throws(UsageError) -> String {
+    let text = try value(for: option)
+    if let complaint = PortPattern.complaint(text, as: Self.longName(option)) {
+      throw UsageError(message: complaint)
+    }
+    return text
+  }
+
   mutating func int(for option: String, in range: ClosedRange<Int>) throws(UsageError) -> Int {
     let text = try value(for: option)
     guard let n = Int(text), range.contains(n) else {
@@ -337,8 +346,8 @@ private func parseRun(_ reader: inout ArgumentReader) throws(UsageError) -> Comm
       }
       options.midiMappings.append(mapping)
     case "--events": options.events = try reader.value(for: o)
-    case "--route-out": options.routeOut.append(try reader.value(for: o))
-    case "--route-in": options.routeIn.append(try reader.value(for: o))
+    case "--route-out": options.routeOut.append(try reader.pattern(for: o))
+    case "--route-in": options.routeIn.append(try reader.pattern(for: o))
     case "--on-route-loss":
       let text = try reader.value(for: o)
       guard let policy = RouteLossPolicy(rawValue: text) else {
@@ -353,7 +362,12 @@ private func parseRun(_ reader: inout ArgumentReader) throws(UsageError) -> Comm
         throw UsageError(message: "--record-format takes wav, flac, ogg or mp3, not '\(text)'")
       }
       options.recordFormat = format
-    case "--stream-out": options.streamOut = try reader.value(for: o)
+    case "--stream-out":
+      let path = try reader.value(for: o)
+      if let problem = StreamDestination.problem(path: path) {
+        throw UsageError(message: "--stream-out '\(path)' cannot be written: \(problem)")
+      }
+      options.streamOut = path
     case "--stream-format":
       let text = try reader.value(for: o)
       guard text == "f32" || text == "wav" else {

@@ -27,6 +27,12 @@ extension EndToEnd {
         (["-c", "eq.bass_db=loud"], "is not a number"),
         (["-n"], "--name needs a value"),
         (["render", "only-one.wav"], "needs an input and an output file"),
+        // JACK matches nothing with a pattern it cannot compile, silently: refused here instead.
+        (["--route-out", "system:(playback"], "--route-out 'system:(playback' is not a port-name pattern"),
+        (["--route-in", "[capture"], "--route-in '[capture' is not a port-name pattern"),
+        (
+          ["--stream-out", "/nonexistent-lm/x.f32"], "--stream-out '/nonexistent-lm/x.f32' cannot be written"
+        ),
       ])
     func badOptions(arguments: [String], message: String) throws {
       let result = try runLiveMic(arguments)

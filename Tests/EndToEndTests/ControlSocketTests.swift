@@ -85,6 +85,15 @@ extension EndToEnd {
         "{", "[]", "null", "{\"cmd\":1}", "{\"cmd\":\"set\"}",
         "{\"cmd\":\"set\",\"key\":\"output.volume\",\"value\":\"x\"}",
         "{\"cmd\":\"set\",\"key\":\"output.volume\",\"value\":1e99}",
+        "{\"cmd\":\"set\",\"key\":\"output.volume\",\"value\":1e400}",
+        // An id no Int holds: converting it trapped and stopped LiveMic (found by fuzzing).
+        "{\"cmd\":\"record\",\"action\":\"stop\",\"id\":1e23}",
+        // Accepted before: a pattern JACK cannot compile (it then matches nothing), an action
+        // that is not a string (taken as "show"), a stream into a folder that does not exist
+        // (it failed only afterwards, in the log).
+        "{\"cmd\":\"route\",\"action\":\"default\",\"patterns\":[\"system:(playback\"]}",
+        "{\"cmd\":\"loudness\",\"action\":7}", "{\"cmd\":\"stream\",\"action\":[]}",
+        "{\"cmd\":\"stream\",\"action\":\"start\",\"path\":\"/nonexistent-lm/x.wav\"}",
         "{\"cmd\":\"route\",\"action\":\"override\",\"ports\":7}",
         "{\"cmd\":\"preset\",\"action\":\"save\"}", "{\"cmd\":\"mute\",\"mode\":\"loud\"}",
         "\u{1}\u{2}\u{3}",

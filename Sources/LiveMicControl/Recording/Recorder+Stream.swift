@@ -104,7 +104,7 @@ extension Recorder {
   func streamCommand(_ request: [String: JSONValue], _ client: Host, audioRunning: Bool) throws(ControlError)
     -> [String: Any]
   {
-    let name = request["action"]?.string ?? ControlProtocol.StreamAction.show.rawValue
+    let name = try request.text("action", or: ControlProtocol.StreamAction.show.rawValue)
     switch ControlProtocol.StreamAction(rawValue: name) {
     case .show:
       return ["stream": streamOut.map(streamSummary) ?? [:]]
@@ -112,9 +112,12 @@ extension Recorder {
       guard let path = request["path"]?.string, !path.isEmpty else {
         throw ControlError("\"stream start\" needs a \"path\" (a file, a FIFO, or - for standard output)")
       }
-      let formatName = request["format"]?.string ?? StreamOut.Format.f32.rawValue
+      let formatName = try request.text("format", or: StreamOut.Format.f32.rawValue)
       guard let format = StreamOut.Format(rawValue: formatName) else {
         throw ControlError("stream format '\(formatName)' is not one of f32, wav")
+      }
+      if let problem = StreamDestination.problem(path: path) {
+        throw ControlError("cannot stream to '\(path)': \(problem)")
       }
       if let running = streamOut {
         throw ControlError("a stream to \(running.label) runs already; stop it first (ctl stream stop)")
@@ -128,5 +131,26 @@ extension Recorder {
     case nil:
       throw ControlError("unknown stream action '\(name)' (start, stop, show)")
     }
+  }
+}
+
+/// Where a stream may go (`--stream-out`, `ctl stream start`), checked before its writer
+/// starts, so a path that cannot be written is refused in one sentence rather than failing a
+/// moment later in the log.
+public enum StreamDestination {
+  /// Why the stream cannot go to `path` (the system's words), or nil: `-`, a FIFO, a file this
+  /// user may write, or a new file in a folder this user may write. Nothing is created.
+  public static func problem(path: String) -> String? {
+    guard path != "-" else { return nil }
+    var info = stat()
+    if stat(path, &info) == 0 {
+      switch info.st_mode & S_IFMT {
+      case S_IFIFO: return nil
+      case S_IFDIR: return "it is a folder"
+      default: return access(path, W_OK) == 0 ? nil : String(cString: strerror(errno))
+      }
+    }
+    let folder = (path as NSString).deletingLastPathComponent
+    return access(folder.isEmpty ? "." : folder, W_OK) == 0 ? nil : String(cString: strerror(errno))
   }
 }

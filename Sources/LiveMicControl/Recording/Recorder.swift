@@ -254,8 +254,8 @@ final class Recorder {
   func startRecordStop(_ pending: ControlServer.Pending, audioRunning: Bool) {
     var chosen = recordings
     if let raw = pending.request["id"] {
-      guard let id = raw.number.map({ Int($0) }) else {
-        return pending.answer(ControlServer.error("\"id\" must be a number"))
+      guard let id = raw.integer else {
+        return pending.answer(ControlServer.error("\"id\" must be a whole number"))
       }
       chosen = recordings.filter { $0.id == id }
       guard !chosen.isEmpty else { return pending.answer(ControlServer.error("no recording has id \(id)")) }
@@ -269,23 +269,23 @@ final class Recorder {
   /// The `record` command: `{"cmd":"record","action":"start","tap":…,"format":…,"path":…}`,
   /// `{"cmd":"record"}` (list); `stop` is `startRecordStop`.
   func record(_ request: [String: JSONValue], _ client: Host) throws(ControlError) -> [String: Any] {
-    let name = request["action"]?.string ?? ControlProtocol.RecordAction.list.rawValue
+    let name = try request.text("action", or: ControlProtocol.RecordAction.list.rawValue)
     switch ControlProtocol.RecordAction(rawValue: name) {
     case .list:
       return tapStatus
     case .start:
-      let tapName = request["tap"]?.string ?? "output"
+      let tapName = try request.text("tap", or: "output")
       guard let tap = Tap(name: tapName) else {
         throw ControlError("tap '\(tapName)' is not one of input, output")
       }
-      var path = request["path"]?.string ?? ""
+      var path = try request.text("path", or: "")
       if path.isEmpty {
         path =
           (options.recordDirectory ?? options.autorecordDirectory ?? FileManager.default.currentDirectoryPath)
           + "/"
       }
       let format: RecordingFormat
-      if let name = request["format"]?.string {
+      if let name = try request.text("format", or: "").nilIfEmpty {
         guard let f = RecordingFormat(rawValue: name) else {
           throw ControlError("format '\(name)' is not one of wav, flac, ogg, mp3")
         }
@@ -357,7 +357,7 @@ extension Recorder {
   /// `{"cmd":"loudness","action":"reset"}` (start integrated loudness, range and true peak over).
   func loudnessCommand(_ request: [String: JSONValue]) throws(ControlError) -> [String: Any] {
     guard let meter = loudness else { throw ControlError("the loudness meter is not running") }
-    let name = request["action"]?.string ?? ControlProtocol.LoudnessAction.show.rawValue
+    let name = try request.text("action", or: ControlProtocol.LoudnessAction.show.rawValue)
     switch ControlProtocol.LoudnessAction(rawValue: name) {
     case .show:
       return ["loudness": meter.reading.fields]

@@ -192,7 +192,7 @@ extension LiveSession {
 
   /// The mode of a `mute` request (default `ramp`).
   static func muteMode(_ request: [String: JSONValue]) throws(ControlError) -> MuteMode {
-    let name = request["mode"]?.string ?? MuteMode.ramp.rawValue
+    let name = try request.text("mode", or: MuteMode.ramp.rawValue)
     guard let mode = MuteMode(rawValue: name) else {
       throw ControlError("mute mode '\(name)' is not one of ramp, input, suspend")
     }
@@ -225,4 +225,17 @@ struct ControlError: CodedError {
   /// The control answer for a subsystem's error: its message and its code.
   init(_ error: some CodedError) { (message, code) = (error.description, error.code) }
   var description: String { message }
+}
+
+extension [String: JSONValue] {
+  /// A request's optional string field: its text, `fallback` when the field is absent or null,
+  /// and an error when it holds something else (a number given as an action was once taken as
+  /// the action's default).
+  func text(_ key: String, or fallback: String) throws(ControlError) -> String {
+    switch self[key] {
+    case nil, .null?: return fallback
+    case .string(let s)?: return s
+    default: throw ControlError("\"\(key)\" must be a string")
+    }
+  }
 }

@@ -166,7 +166,7 @@ final class NsmClient: @unchecked Sendable {
       path,
       args.map { arg in
         if let s = arg?.string { return s }
-        if let n = arg?.number { return n == n.rounded() ? String(Int(n)) : String(n) }
+        if let n = arg?.number { return Int(exactly: n).map(String.init) ?? String(n) }
         return ""
       }
     )

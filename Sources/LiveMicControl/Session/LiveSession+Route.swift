@@ -90,7 +90,7 @@ extension LiveSession {
     throws(ControlError) -> [String: Any]
   {
     guard let controller = route else { throw ControlError("LiveMic has no output route") }
-    let name = request["action"]?.string ?? ControlProtocol.RouteAction.show.rawValue
+    let name = try request.text("action", or: ControlProtocol.RouteAction.show.rawValue)
     var change: RouteController.Change?
     func list(_ key: String) -> [String]? {
       if let list = request[key]?.array { return list.compactMap(\.string) }
@@ -112,6 +112,9 @@ extension LiveSession {
     case .default:
       guard let patterns = list("patterns"), !patterns.isEmpty else {
         throw ControlError("\"route default\" needs \"patterns\": one or more port-name patterns")
+      }
+      if let complaint = patterns.lazy.compactMap({ PortPattern.complaint($0, as: "pattern") }).first {
+        throw ControlError(complaint)
       }
       change = controller.setDefault(patterns, client: client, reason: "the default route was changed")
     case nil:

@@ -90,6 +90,21 @@ import Testing
     #expect((try recorder.record([:], Self.host)["recordings"] as? [Any])?.isEmpty == true)
   }
 
+  /// `record stop` with an id no whole number can hold (a fuzzed control message once stopped
+  /// LiveMic here: converting 1e23 to an integer traps) is refused in one sentence.
+  @Test(
+    "record stop with an id that is no whole number (1e23, -1e300, 1.5) is refused in one sentence",
+    arguments: [1e23, -1e300, 1.5, 9.3e18])
+  func refusesIdsNoIntegerHolds(_ id: Double) throws {
+    let (recorder, _) = try Self.recorder()
+    let pending = ControlServer.Pending([
+      "cmd": .string("record"), "action": .string("stop"), "id": .number(id),
+    ])
+    recorder.startRecordStop(pending, audioRunning: false)
+    let answer = pending.wait()
+    #expect(answer.contains("\"ok\":false") && answer.contains("whole number"), "\(answer)")
+  }
+
   @Test("The loudness meter measures what the output tap carries, and a reset starts over")
   func loudnessFollowsTheOutputTap() throws {
     let (recorder, events) = try Self.recorder()

@@ -115,6 +115,10 @@ struct PresetTests {
         "key 'chain[1].id': stage id 'eq' is used twice"
       ),
       (#"{"name": "x", "chain": [{"unit": "eq", "gain": 1}]}"#, "key 'chain[0].gain': unknown key"),
+      (
+        #"{"name": "x", "chain": [], "route": {"out": ["USB.*:playback_", "system:(playback"]}}"#,
+        "key 'route.out': 'system:(playback' is not a port-name pattern (a POSIX extended regular expression:"
+      ),
     ])
   func malformed(text: String, message: String) throws {
     do {
