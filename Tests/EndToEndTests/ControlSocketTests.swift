@@ -93,6 +93,8 @@ extension EndToEnd {
         // (it failed only afterwards, in the log).
         "{\"cmd\":\"route\",\"action\":\"default\",\"patterns\":[\"system:(playback\"]}",
         "{\"cmd\":\"loudness\",\"action\":7}", "{\"cmd\":\"stream\",\"action\":[]}",
+        // true set the output volume to its maximum: true/false are for on/off parameters.
+        "{\"cmd\":\"set\",\"key\":\"output.volume\",\"value\":true}",
         "{\"cmd\":\"stream\",\"action\":\"start\",\"path\":\"/nonexistent-lm/x.wav\"}",
         "{\"cmd\":\"route\",\"action\":\"override\",\"ports\":7}",
         "{\"cmd\":\"preset\",\"action\":\"save\"}", "{\"cmd\":\"mute\",\"mode\":\"loud\"}",

@@ -149,8 +149,11 @@ extension LiveSession {
       throw ControlError("'\(key)' is read-only (a value the stage reports)")
     }
     guard let raw = request["value"] else { throw ControlError("\"set\" needs a \"value\"") }
-    guard let value = raw.number.map(Float.init) ?? raw.bool.map({ $0 ? 1 : 0 }) else {
-      throw ControlError("the value of '\(key)' must be a number (or true/false)")
+    // true/false only for on/off parameters: `true` for the output volume meant its maximum.
+    let onOff = p.spec.kind == .toggle ? raw.bool.map({ $0 ? Float(1) : 0 }) : nil
+    guard let value = raw.number.map(Float.init) ?? onOff else {
+      throw ControlError(
+        "the value of '\(key)' must be a number" + (p.spec.kind == .toggle ? " (or true/false)" : ""))
     }
     guard value.isFinite, value >= p.spec.minimum, value <= p.spec.maximum else {
       throw ControlError(
