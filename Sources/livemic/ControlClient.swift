@@ -66,9 +66,21 @@ public enum ControlClient {
     case ("route", 2) where rest[0] == "override":
       return ["cmd": "route", "action": "override", "ports": rest[1].split(separator: ",").map(String.init)]
     default:
-      throw .usage("'ctl \(words.joined(separator: " "))' is not a ctl command; see 'livemic help ctl'")
+      let given = "'ctl \(words.joined(separator: " "))'"
+      if let form = forms[command] { throw .usage("\(given) does not fit its command: use '\(form)'") }
+      throw .usage("\(given) is not a ctl command; see 'livemic help ctl'")
     }
   }
+
+  /// Each command's form, for a known command given the wrong words.
+  static let forms = [
+    "status": "ctl status", "get": "ctl get [KEY]", "set": "ctl set KEY VALUE",
+    "preset": "ctl preset load|save NAME", "mode": "ctl mode [STAGE MODE]",
+    "mute": "ctl mute [--mode ramp|input|suspend]", "unmute": "ctl unmute", "learn": "ctl learn KEY",
+    "meters": "ctl meters [--once]", "connections": "ctl connections", "loudness": "ctl loudness [reset]",
+    "route": "ctl route [clear | default PATTERN... | override PORT[,PORT]]",
+    "stream": "ctl stream [start PATH|- [--format f32|wav] | stop]",
+  ]
 
   /// `record [list]`, `record start [--tap input|output] [--format F] [PATH]`, `record stop [ID]`.
   static func recordRequest(_ words: [String]) throws(ControlClientError) -> [String: Any] {
