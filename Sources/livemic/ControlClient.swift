@@ -294,7 +294,8 @@ public final class ControlConnection: @unchecked Sendable {
       }
       if let deadline {
         var waiting = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        let milliseconds = max(Int32(deadline.timeIntervalSinceNow * 1000), 0)
+        // Clamped before converting: a deadline days away (`--timeout 1e10`) trapped here.
+        let milliseconds = Int32(min(max(deadline.timeIntervalSinceNow * 1000, 0), Double(Int32.max)))
         let ready = poll(&waiting, 1, milliseconds)
         if ready < 0 && errno == EINTR { continue }
         if ready == 0 {

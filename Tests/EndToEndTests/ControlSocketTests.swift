@@ -135,6 +135,10 @@ extension EndToEnd {
       #expect(answered == lines.count - blank, "\(answered) answers to \(lines.count) lines")
       let valid = Self.exchange(path, Array("{\"cmd\":\"get\",\"key\":\"output.volume\"}\n".utf8))
       #expect(valid.contains("\"ok\":true") && valid.contains("0.3"), "\(valid)")
+      // A client timeout of 1e10 s: converting it to poll's milliseconds trapped (the client
+      // crashed with status 132).
+      let patient = try runLiveMic(["ctl", "-n", "lmfuzz", "--timeout", "1e10", "status"], environment: env)
+      #expect(patient.status == 0 && patient.stdout.contains("lmfuzz"), "\(patient.stderr)")
       #expect(livemic.process.isRunning)
       #expect(livemic.interrupt() == 0)
       server.stop()
