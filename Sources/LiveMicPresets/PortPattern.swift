@@ -23,11 +23,17 @@ public enum PortPattern {
     return String(decoding: words.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
   }
 
-  /// The one-sentence complaint about `pattern` given as `what` (an option or a key), or nil
+  /// Why `pattern` is refused, in words a message can carry after a key or an option, or nil
   /// when it is a pattern.
-  public static func complaint(_ pattern: String, as what: String) -> String? {
+  public static func reason(_ pattern: String) -> String? {
     problem(pattern).map {
-      "\(what) '\(pattern)' is not a port-name pattern (a POSIX extended regular expression: \($0))"
+      "'\(pattern)' is not a port-name pattern (a POSIX extended regular expression: \($0))"
     }
+  }
+
+  /// The one-sentence complaint about `pattern` given as `what` (an option), or nil when it is
+  /// a pattern.
+  public static func complaint(_ pattern: String, as what: String) -> String? {
+    reason(pattern).map { "\(what) \($0)" }
   }
 }

@@ -232,13 +232,8 @@ extension Preset {
         throw .invalid(
           path: path, key: "route.\(direction)", reason: "expected an array of port-name patterns")
       }
-      for pattern in list.compactMap(\.string) {
-        if let problem = PortPattern.problem(pattern) {
-          throw .invalid(
-            path: path, key: "route.\(direction)",
-            reason:
-              "'\(pattern)' is not a port-name pattern (a POSIX extended regular expression: \(problem))")
-        }
+      if let reason = list.lazy.compactMap({ $0.string.flatMap(PortPattern.reason) }).first {
+        throw .invalid(path: path, key: "route.\(direction)", reason: reason)
       }
       if direction == "out" {
         routeOut = list.compactMap(\.string)

@@ -67,20 +67,25 @@ public enum ControlClient {
       return ["cmd": "route", "action": "override", "ports": rest[1].split(separator: ",").map(String.init)]
     default:
       let given = "'ctl \(words.joined(separator: " "))'"
-      if let form = forms[command] { throw .usage("\(given) does not fit its command: use '\(form)'") }
+      let forms = Self.forms(of: command)
+      guard forms.isEmpty else {
+        throw .usage(
+          "\(given) does not fit its command: use " + forms.map { "'ctl \($0)'" }.joined(separator: " or "))
+      }
       throw .usage("\(given) is not a ctl command; see 'livemic help ctl'")
     }
   }
 
-  /// Each command's form, for a known command given the wrong words.
-  static let forms = [
-    "status": "ctl status", "get": "ctl get [KEY]", "set": "ctl set KEY VALUE",
-    "preset": "ctl preset load|save NAME", "mode": "ctl mode [STAGE MODE]",
-    "mute": "ctl mute [--mode ramp|input|suspend]", "unmute": "ctl unmute", "learn": "ctl learn KEY",
-    "meters": "ctl meters [--once]", "connections": "ctl connections", "loudness": "ctl loudness [reset]",
-    "route": "ctl route [clear | default PATTERN... | override PORT[,PORT]]",
-    "stream": "ctl stream [start PATH|- [--format f32|wav] | stop]",
-  ]
+  /// The forms of `command` as `livemic help ctl` lists them (its lines that start with the
+  /// command), for a known command given the wrong words; empty for an unknown one.
+  static func forms(of command: String) -> [String] {
+    ctlHelp.split(separator: "\n").compactMap { line -> String? in
+      guard line.hasPrefix("  \(command)") else { return nil }
+      let text = line.dropFirst(2)
+      let form = text.range(of: "  ").map { String(text[..<$0.lowerBound]) } ?? String(text)
+      return form.split(separator: " ").first.map(String.init) == command ? form : nil
+    }
+  }
 
   /// `record [list]`, `record start [--tap input|output] [--format F] [PATH]`, `record stop [ID]`.
   static func recordRequest(_ words: [String]) throws(ControlClientError) -> [String: Any] {

@@ -222,7 +222,8 @@ let ctlHelp = """
     unmute                     ramp back up over 1 s
     route                      the requested route, the effective target, the actual
                                connections and the candidates available now
-    route override PORT[,PORT] send the outputs there until 'route clear' (or it vanishes)
+    route override PORT[,PORT]
+                               send the outputs there until 'route clear' (or it vanishes)
     route clear                back to the default route
     route default PATTERN...   a new persistent default route (most preferred first)
     connections                every connection of LiveMic's ports

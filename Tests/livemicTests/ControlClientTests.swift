@@ -20,7 +20,7 @@ import Testing
     arguments: [
       (["set"], "use 'ctl set KEY VALUE'"),
       (["set", "output.volume"], "use 'ctl set KEY VALUE'"),
-      (["preset", "load"], "use 'ctl preset load|save NAME'"),
+      (["preset", "load"], "use 'ctl preset load NAME|PATH' or 'ctl preset save NAME|PATH'"),
       (["learn"], "use 'ctl learn KEY'"),
       (["route", "override"], "use 'ctl route"),
       (["mute", "now"], "use 'ctl mute [--mode ramp|input|suspend]'"),

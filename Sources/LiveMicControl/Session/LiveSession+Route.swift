@@ -113,9 +113,7 @@ extension LiveSession {
       guard let patterns = list("patterns"), !patterns.isEmpty else {
         throw ControlError("\"route default\" needs \"patterns\": one or more port-name patterns")
       }
-      if let complaint = patterns.lazy.compactMap({ PortPattern.complaint($0, as: "pattern") }).first {
-        throw ControlError(complaint)
-      }
+      if let reason = patterns.lazy.compactMap(PortPattern.reason).first { throw ControlError(reason) }
       change = controller.setDefault(patterns, client: client, reason: "the default route was changed")
     case nil:
       throw ControlError("unknown route action '\(name)' (show, override, clear, default)")
