@@ -127,7 +127,8 @@ public enum Monitor {
     }
     let reductions = (v.meters["gain_reduction_db"] as? [String: Double] ?? [:]).sorted { $0.key < $1.key }
     for (id, db) in reductions {
-      let filled = Int((min(db, 24) / 24 * Double(barWidth)).rounded())
+      // Clamped both ways: a negative count would trap in `String(repeating:count:)`.
+      let filled = Int((max(min(db, 24), 0) / 24 * Double(barWidth)).rounded())
       lines.append(
         "GR  " + "[" + String(repeating: "#", count: filled)
           + String(repeating: " ", count: barWidth - filled)
