@@ -88,31 +88,47 @@ extension EndToEnd {
       let initial = try Self.ctl(["status"], env)
       #expect(initial["freewheeling"] as? Bool == false, "\(initial)")
 
-      // A recording running from before the freewheel until after it.
-      let firstFrame = jack_frame_time(generator.handle)
-      let (xrunsAtStart, missedAtStart) = (
-        generator.xruns.load(ordering: .relaxed), initial["missed_cycles"] as? Int ?? 0
+      // A recording running from before the freewheel until after it: a take, retaken when the
+      // server spoilt it in real time around the freewheel (an xrun the generator's client
+      // counted, a cycle LiveMic missed; seen once in CI: 6 xruns and 9 missed cycles moved the
+      // server's frame times past what the frame-coded check can follow). A clean take must
+      // hold every frame exactly.
+      var number = 0
+      let measured = try retaking("the recording through a freewheel") { () -> Take<FreewheelTake> in
+        number += 1
+        let startStatus = try Self.ctl(["status"], env)
+        let firstFrame = jack_frame_time(generator.handle)
+        let (xrunsAtStart, missedAtStart) = (
+          generator.xruns.load(ordering: .relaxed), startStatus["missed_cycles"] as? Int ?? 0
+        )
+        let take = folder.appendingPathComponent("take-\(number).wav").path
+        let started = try Self.ctl(["record", "start", "--tap", "output", take], env)
+        #expect(started["ok"] as? Bool == true, "\(started)")
+        usleep(300_000)
+        let wallStart = Date()
+        try Self.freewheel(true, server: server.name)
+        var during: [String: Any] = [:]
+        #expect(
+          waitUntil(seconds: 2) {
+            during = (try? Self.ctl(["status"], env)) ?? [:]
+            return during["freewheeling"] as? Bool == true
+          }, "status never said freewheeling: \(during)")
+        usleep(UInt32(max(0, 1 - Date().timeIntervalSince(wallStart)) * 1e6))
+        try Self.freewheel(false, server: server.name)
+        let wall = Date().timeIntervalSince(wallStart)
+        usleep(300_000)
+        let stopped = try Self.ctl(["record", "stop"], env)["stopped"] as? [[String: Any]] ?? []
+        let status = try Self.ctl(["status"], env)
+        let xruns = Int(generator.xruns.load(ordering: .relaxed) - xrunsAtStart)
+        let missed = (status["missed_cycles"] as? Int ?? 0) - missedAtStart
+        let result = FreewheelTake(
+          path: take, firstFrame: firstFrame, wall: wall, stopped: stopped, startStatus: startStatus,
+          status: status)
+        return Take(result, spoilt: xruns + missed > 0 ? "\(xruns) xruns, \(missed) missed cycles" : nil)
+      }
+      let (take, firstFrame, wall, stopped, status) = (
+        measured.path, measured.firstFrame, measured.wall, measured.stopped, measured.status
       )
-      let take = folder.appendingPathComponent("take.wav").path
-      let started = try Self.ctl(["record", "start", "--tap", "output", take], env)
-      #expect(started["ok"] as? Bool == true, "\(started)")
-      usleep(300_000)
-      let wallStart = Date()
-      try Self.freewheel(true, server: server.name)
-      var during: [String: Any] = [:]
-      #expect(
-        waitUntil(seconds: 2) {
-          during = (try? Self.ctl(["status"], env)) ?? [:]
-          return during["freewheeling"] as? Bool == true
-        }, "status never said freewheeling: \(during)")
-      usleep(UInt32(max(0, 1 - Date().timeIntervalSince(wallStart)) * 1e6))
-      try Self.freewheel(false, server: server.name)
-      let wall = Date().timeIntervalSince(wallStart)
-      usleep(300_000)
-      let stopped = try Self.ctl(["record", "stop"], env)["stopped"] as? [[String: Any]] ?? []
-      let status = try Self.ctl(["status"], env)
-      let xruns = Int(generator.xruns.load(ordering: .relaxed) - xrunsAtStart)
-      let missed = (status["missed_cycles"] as? Int ?? 0) - missedAtStart
       #expect(status["freewheeling"] as? Bool == false, "\(status)")
       #expect(status["state"] as? String == "running", "\(status)")
       let connectionsAfter = try Self.ctl(["connections"], env)["connections"] as? [String: [String]] ?? [:]
@@ -132,13 +148,15 @@ extension EndToEnd {
       let loudnessDrops = { (s: [String: Any]) in
         (s["loudness"] as? [String: Any])?["dropped_frames"] as? Int ?? -1
       }
-      let loudnessDropped = loudnessDrops(status) - loudnessDrops(initial)
+      let loudnessDropped = loudnessDrops(status) - loudnessDrops(measured.startStatus)
       #expect(livemic.interrupt() == 0)
       RealtimeGuard.expectNothingCounted(counters)
 
       // The events: on, then off with the cycles and frames run meanwhile.
       let changes = EventStreamTests.events(events).filter { $0["event"] as? String == "freewheel" }
-      #expect(changes.map { $0["on"] as? Bool } == [true, false], "\(changes)")
+      #expect(
+        changes.map { $0["on"] as? Bool } == Array(repeating: [true, false], count: number).flatMap { $0 },
+        "\(changes)")
       let off = changes.last ?? [:]
       let (cycles, frames) = (off["cycles"] as? Int ?? 0, off["frames"] as? Int ?? 0)
       #expect(cycles > 0 && frames == cycles * 256, "\(off)")
@@ -155,7 +173,7 @@ extension EndToEnd {
         "[measured] freewheel: \(cycles) cycles, \(frames) frames ("
           + String(format: "%.1f s of audio in %.2f s", Double(frames) / 48000, wall)
           + "); recording \(summary["frames"] ?? "?") frames, \(dropped) dropped; loudness meter dropped "
-          + "\(loudnessDropped); \(xruns) xruns, \(missed) missed cycles")
+          + "\(loudnessDropped)")
       #expect(stopped.count == 1 && dropped == 0, "\(stopped)")
       guard let file = SoundFile(take) else {
         Issue.record("libsndfile cannot open '\(take)'")
@@ -174,13 +192,23 @@ extension EndToEnd {
         return
       }
       let (mismatches, outside, resyncs) = compare(file.channels[0], reference, offset: offset)
-      // Cycles spoilt in real time around the freewheel (a server xrun, a cycle LiveMic missed)
-      // may each cost up to four periods and move the alignment once; freewheeling has no xruns.
-      let spoilt = xruns + missed
+      // A clean take (no xrun, no missed cycle): every frame, in order, at one offset.
       #expect(outside == 0, "\(outside) samples outside the generator's frames")
-      #expect(resyncs <= spoilt, "the recording matched at \(resyncs + 1) offsets with \(spoilt) xruns")
-      #expect(
-        mismatches <= spoilt * 4 * 256, "\(mismatches) of \(file.frames) samples differ with \(spoilt) xruns")
+      #expect(resyncs == 0, "the recording matched at \(resyncs + 1) offsets")
+      #expect(mismatches == 0, "\(mismatches) of \(file.frames) samples differ")
     }
+  }
+
+  /// What one take of the freewheel test measured.
+  struct FreewheelTake {
+    let path: String
+    /// The generator's frame time when the take began.
+    let firstFrame: jack_nframes_t
+    /// Seconds from switching freewheel on to switching it off.
+    let wall: Double
+    /// `record stop`'s answer, and `status` at the take's start and end.
+    let stopped: [[String: Any]]
+    let startStatus: [String: Any]
+    let status: [String: Any]
   }
 }
