@@ -69,6 +69,10 @@ def babble(n):
     return y
 
 
+# Intermittent noise: (the steady noise, seconds on, period in seconds).
+BURSTS = {"bursts": ("pink", 0.25, 0.75), "short bursts": ("white", 0.1, 0.4), "long bursts": ("pink", 1.0, 2.0)}
+
+
 def shaped_noise(n, kind, speech_signal, seed):
     rng = np.random.default_rng(seed)
     white = rng.standard_normal(n)
@@ -76,12 +80,13 @@ def shaped_noise(n, kind, speech_signal, seed):
         return white
     if kind == "babble":
         return babble(n)
-    if kind == "bursts":  # pink noise on for 250 ms every 750 ms, 5 ms ramps
-        pink = shaped_noise(n, "pink", speech_signal, seed)
-        phase = np.arange(n) % int(0.75 * RATE)
-        on = int(0.25 * RATE)
+    if kind in BURSTS:  # noise switched on and off, 5 ms ramps
+        base, on_seconds, period_seconds = BURSTS[kind]
+        steady = shaped_noise(n, base, speech_signal, seed)
+        phase = np.arange(n) % int(period_seconds * RATE)
+        on = int(on_seconds * RATE)
         ramp = np.clip(np.minimum(phase, on - phase) / (0.005 * RATE), 0, 1)
-        return pink * np.where(phase < on, ramp, 0)
+        return steady * np.where(phase < on, ramp, 0)
     spectrum = np.fft.rfft(white)
     freqs = np.fft.rfftfreq(n, 1 / RATE)
     if kind == "pink":
@@ -266,7 +271,7 @@ def main():
     print("|---|---:|---|" + "---:|" * len(metrics))
     gains = {name: [] for name in implementations}
     unsteady = {name: [] for name in implementations}
-    for k, kind in enumerate(["white", "pink", "speech-shaped", "babble", "bursts"]):
+    for k, kind in enumerate(["white", "pink", "speech-shaped", "babble", "bursts", "short bursts", "long bursts"]):
         for snr in [0, 5, 10]:
             noise = shaped_noise(len(clean), kind, clean_speech, seed=10 * k + snr)
             noise *= rms(clean_speech) / rms(noise) / 10 ** (snr / 20)
@@ -282,7 +287,7 @@ def main():
                 cells = " | ".join(f"{s.get(m, float('nan')):.2f}" for m in metrics)
                 print(f"| {kind} | {snr} | {name} | {cells} |")
     print()
-    print("| implementation | mean SI-SDR gain dB, stationary noise | worst, stationary | worst, babble and bursts |")
+    print("| implementation | mean SI-SDR gain dB, stationary noise | worst, stationary | worst, other talkers and bursts |")
     print("|---|---:|---:|---:|")
     for name, g in gains.items():
         print(f"| {name} | {np.mean(g):.2f} | {np.min(g):.2f} | {np.min(unsteady[name]):.2f} |")

@@ -47,6 +47,13 @@ import Testing
         let ramp = min(Float(phase) / 240, Float(4_800 - phase) / 240, 1)
         return phase < 4_800 ? v * max(ramp, 0) : 0
       }
+    case "long bursts":  // pink noise switched on for 1 s every 2 s (5 ms ramps)
+      let pink = HeldNoteTests.pinkNoise(seconds: Double(frames) / rate, decibels: -20)
+      return pink.enumerated().map { i, v in
+        let phase = i % 96_000
+        let ramp = min(Float(phase) / 240, Float(48_000 - phase) / 240, 1)
+        return phase < 48_000 ? v * max(ramp, 0) : 0
+      }
     default:  // "bursts": pink noise switched on for 250 ms every 750 ms (5 ms ramps)
       let pink = HeldNoteTests.pinkNoise(seconds: Double(frames) / rate, decibels: -20)
       return pink.enumerated().map { i, v in
@@ -88,46 +95,35 @@ import Testing
 
   @Test(
     "Non-stationary noise (two other talkers, bursts of noise at 0, 5, 10 dB SNR) is never made worse",
-    arguments: ["babble", "bursts", "short bursts"])
+    arguments: ["babble", "bursts", "short bursts", "long bursts"])
   func nonStationaryNoise(_ kind: String) throws {
     let speech = try #require(Speech.samples, "espeak-ng and sox make the voice (scripts/setup --test)")
     for snr in [0.0, 5, 10] {
       let (before, after) = try Self.siSDR(kind, snr: snr, speech: speech)
-      guard kind.hasSuffix("bursts") else {
+      guard kind == "bursts" || kind == "short bursts" else {
         #expect(after >= before, "\(kind) at \(snr) dB SNR: SI-SDR \(before) → \(after) dB")
         continue
       }
-      // Bursts of pink noise (250 ms in 750), measured 2026-12-03: -0.17 / -0.10 / -0.03 dB before
-      // `RemovalLimit`, -0.07 / -0.01 / +0.02 dB with it. Since the held-sound guard stopped
-      // holding speech (f69bc59: stationary mean 5.27 -> 5.56 dB), -0.07 / -0.04 / -0.01 dB, and
-      // short bursts of white noise (100 ms in 400) -0.05 / -0.06 / -0.12 dB (were -0.05 / -0.07 /
-      // -0.02): speech the guard held was passed exactly, which costs nothing in bursts. Where the
-      // loss is (0 dB SNR, the output fitted as a·speech + b·noise region by region): in a burst
-      // speexdsp passes speech and noise alike (a 0.9935, b 0.9938); after it the speech comes out
-      // up to 2% lower. Why (2026-12-03; speexdsp driven alone through ctypes, then this unit with
-      // a temporary patch): its start. For its first 100 frames (0.5 s) speexdsp tracks minima over
-      // 75 ms and learns fast, so it learns the lead's bursts as noise; that estimate then falls
-      // only where the input is below it, over seconds, and takes the speech down meanwhile. Run
-      // past its start (1000 frames of silence through it at `prepare`: minima over 750 ms, as on a
-      // rig that has run a while) it never learns a burst: pink bursts +0.01 / +0.01 / +0.01 dB,
-      // short bursts -0.01 / -0.01 / -0.00, babble +0.04 / +0.06 / +0.08 dB; but it then needs 1 to
-      // 2 s to learn steady noise, and the stationary mean falls to 3.74 dB (1 s of noise before
-      // the sentence; 4.99 dB with 2 s, where the bursts are back to -0.02 / -0.02 / -0.01). Not
-      // kept: a suppressor that is slow to learn every room, and every preset switch, to win 0.07
-      // dB here. Tried in session 11 and not kept: speexdsp's estimate updated 4 more times a frame
-      // (`speex_preprocess_estimate_update`) while it held 30 times the input's floor made the pink
-      // bursts +0.24 / +0.30 / +0.32 dB (it learns a burst in time to remove it), but made the
-      // short bursts worse (-0.09 / -0.14 / -0.12 dB) and cost 0.5 dB on steady white noise and 0.7
-      // dB on 1 s bursts of pink noise at 20 dB SNR (it learns held speech as fast); gating it by
-      // speexdsp's speech probability, by the estimate against the frame's power, by an absolute
-      // estimate or by the input being unvoiced lost either the gain or other cases. Not met at 0,
-      // 5 and 10 dB SNR.
+      // Short bursts, measured 2026-12-03. Before `StaleEstimate`: pink bursts (250 ms in 750)
+      // -0.07 / -0.04 / -0.01 dB, white bursts (100 ms in 400) -0.05 / -0.06 / -0.12 dB: speexdsp
+      // learns the lead's bursts as noise in its fast start (minima over 75 ms for 0.5 s) and that
+      // estimate falls slowly, taking the speech after each burst down by up to 2% (the output
+      // fitted as a·speech + b·noise region by region). With it (the estimate distrusted while a
+      // frame of the last 0.5 s was quieter than it allows): -0.003 / -0.003 / -0.003 and
+      // -0.008 / -0.009 / -0.011 dB; long bursts (1 s in 2) keep +0.63 / +0.63 / +0.44 of their
+      // +1.17 / +1.20 / +1.07 dB. A 1 s window made both kinds of short bursts +0.00 but lost all
+      // of the long bursts' gain (-0.01 / -0.02 / -0.05 dB): after a gap it distrusts noise that
+      // has come back for a second. Not kept, each measured (session 13): a renewed estimate's
+      // evidence forgotten (long bursts back to +0.6, short bursts -0.06 again), a slower trust
+      // (noise after a held note only 14.4 dB down, under the 15 dB floor). Session 11 (speexdsp's
+      // estimate updated more often, gated several ways) and session 12 (speexdsp warmed up at
+      // `prepare`: stationary mean 5.56 -> 3.74 dB) are in docs/voice.md. Not met, within 0.02 dB.
       withKnownIssue(
-        "denoise leaves speech in bursts of noise up to 0.15 dB worse (SI-SDR)", isIntermittent: true
+        "denoise leaves speech in short bursts of noise up to 0.02 dB worse (SI-SDR)", isIntermittent: true
       ) {
         #expect(after >= before, "\(kind) at \(snr) dB SNR: SI-SDR \(before) → \(after) dB")
       }
-      #expect(after >= before - 0.2, "\(kind) at \(snr) dB SNR: SI-SDR \(before) → \(after) dB")
+      #expect(after >= before - 0.03, "\(kind) at \(snr) dB SNR: SI-SDR \(before) → \(after) dB")
     }
   }
 }

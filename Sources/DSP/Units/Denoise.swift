@@ -21,8 +21,10 @@ import CSpeexDSP
 ///
 /// Noise that stops: speexdsp's estimate falls slowly after a burst of noise ends, and would take
 /// the speech after it down with noise that is gone; a `RemovalLimit` holds what a frame loses to
-/// what the input's recent floor says noise can be (bursts of pink noise: SI-SDR −0.17 → −0.07 dB
-/// against the noisy input at 0 dB SNR; steady noise unchanged).
+/// what the input's recent floor says noise can be, and a `StaleEstimate` gives back all of it
+/// while the input's quietest frame of the last 0.5 s was quieter than the estimate allows
+/// (bursts of pink noise: SI-SDR −0.17 → −0.07 → −0.003 dB against the noisy input at 0 dB SNR;
+/// steady noise unchanged). Given back in full, the input passes bit for bit.
 ///
 /// Below 300 Hz speexdsp's 100 Hz bins leave steady noise only 5–13 dB down; a `LowBandGate`
 /// after it takes that band down by up to `suppression_db` − 5 dB more while the input holds
@@ -103,6 +105,8 @@ public struct Denoise: VoiceUnit {
     let releaseFrames: Int
     /// Limits what speexdsp takes out of a frame to what noise the input can still hold.
     let removal: RemovalLimit
+    /// Watches speexdsp's noise estimate against the input's recent floor.
+    let staleness: StaleEstimate
 
     init(frame: Int, sampleRate: Int32) {
       buffers = SpeexFrameBuffers(frame: frame)
@@ -113,6 +117,7 @@ public struct Denoise: VoiceUnit {
       lastPending = .allocate(capacity: frame)
       lastPending.initialize(repeating: 0, count: frame)
       state = speex_preprocess_state_init(Int32(frame), sampleRate)
+      staleness = StaleEstimate(state: state, frame: frame, sampleRate: Double(sampleRate))
       argument = .allocate(capacity: 1)
       for (request, value) in [
         (SPEEX_PREPROCESS_SET_DENOISE, 1), (SPEEX_PREPROCESS_SET_AGC, 0),
@@ -136,6 +141,7 @@ public struct Denoise: VoiceUnit {
       guardian.reset()
       lowBand.reset()
       removal.reset()
+      staleness.reset()
       lastPending.update(repeating: 0, count: buffers.frame)
       (aside, framesSinceHeld) = (false, Int.max)
     }
@@ -158,7 +164,8 @@ public struct Denoise: VoiceUnit {
       let wantAside = framesSinceHeld <= releaseFrames
       runSpeex()
       let ready = buffers.ready
-      removal.limit(ready, input: lastPending, newest: buffers.pending)
+      let trust = staleness.smoothedTrust()
+      removal.limit(ready, input: lastPending, newest: buffers.pending, trust: trust)
       switch (aside, wantAside) {
       case (false, false): break
       case (false, true): fade(ready, into: lastPending)
@@ -166,7 +173,7 @@ public struct Denoise: VoiceUnit {
       case (true, false): fade(lastPending, into: ready)
       }
       aside = wantAside
-      lowBand.process(ready, input: lastPending, open: wantAside)
+      lowBand.process(ready, input: lastPending, open: wantAside || trust == 0)
       lastPending.update(from: buffers.pending, count: buffers.frame)
     }
 
@@ -187,72 +194,8 @@ public struct Denoise: VoiceUnit {
       let step = 1 / Float(frame)
       for i in 0..<frame {
         let t = Float(i + 1) * step
-        ready[i] = from[i] * (1 - t) + to[i] * t
+        ready[i] = from[i] + (to[i] - from[i]) * t  // exact where the two agree
       }
     }
-  }
-}
-
-/// Keeps speexdsp from taking out more than the noise a frame can hold. speexdsp's noise
-/// estimate falls slowly (3% a 5 ms frame), so after a burst of noise it goes on taking the
-/// speech down with noise that is gone. This tracks the input's floor instead, the quietest
-/// frame of the last `windowFrames` (noise never goes below its floor; speech has gaps), and
-/// when what speexdsp removed from a frame holds more than `allowance` times that floor's
-/// energy, gives back the excess: the removed part is scaled down to that energy (the gain
-/// moving linearly over the frame). In steady noise the floor is the noise's own quiet end and
-/// nothing changes; between bursts the floor is the quiet, and speech passes.
-/// Thread: created off the audio thread; used on it.
-final class RemovalLimit {
-  let frame: Int
-  /// Frame energies of the input, a ring of `windowFrames`.
-  private let energies: UnsafeMutablePointer<Float>
-  let windowFrames: Int
-  private var next = 0
-  /// The share of the removed part kept at the end of the previous frame (1: all of it).
-  private var kept: Float = 1
-  /// How many times the floor's energy a frame may lose.
-  static let allowance: Float = 8
-
-  init(frame: Int, sampleRate: Double) {
-    self.frame = frame
-    windowFrames = max(Int(0.2 * sampleRate / Double(frame)), 1)
-    energies = .allocate(capacity: windowFrames)
-    energies.initialize(repeating: .greatestFiniteMagnitude, count: windowFrames)
-  }
-
-  deinit { energies.deallocate() }
-
-  /// - Realtime: safe
-  func reset() {
-    energies.update(repeating: .greatestFiniteMagnitude, count: windowFrames)
-    (next, kept) = (0, 1)
-  }
-
-  /// Notes the newest input frame's energy, then limits what `output` lost against `input`
-  /// (the frame it came from).
-  /// - Realtime: safe
-  func limit(
-    _ output: UnsafeMutablePointer<Float>, input: UnsafeMutablePointer<Float>, newest: UnsafePointer<Float>
-  ) {
-    var e: Float = 0
-    for i in 0..<frame { e += newest[i] * newest[i] }
-    energies[next] = e
-    next = next + 1 == windowFrames ? 0 : next + 1
-    var floor = Float.greatestFiniteMagnitude
-    for i in 0..<windowFrames { floor = min(floor, energies[i]) }
-    var removed: Float = 0
-    for i in 0..<frame {
-      let d = input[i] - output[i]
-      removed += d * d
-    }
-    let allowed = Self.allowance * floor
-    let target: Float = removed > allowed && removed > 0 ? (allowed / removed).squareRoot() : 1
-    let start = kept
-    let step = (target - start) / Float(frame)
-    for i in 0..<frame {
-      let k = start + step * Float(i + 1)
-      output[i] = input[i] - k * (input[i] - output[i])
-    }
-    kept = target
   }
 }

@@ -1,0 +1,91 @@
+import Foundation
+import Testing
+
+@testable import DSP
+
+/// `StaleEstimate` (issue 16, non-stationary noise): the denoiser trusts speexdsp's estimate in
+/// steady noise, white to a fan's rumble, and stops trusting it once noise that ended leaves the
+/// input quieter than the estimate allows.
+@Suite struct StaleEstimateTests {
+  static let rate = 48_000.0
+  static let frame = 240
+
+  /// The trust after each 5 ms frame of `x` through a denoiser's engine, and its output (moved
+  /// back by the frame it lags).
+  static func run(_ x: [Float]) -> (trusts: [Float], output: [Float]) {
+    let engine = Denoise.Engine(frame: frame, sampleRate: Int32(rate))
+    engine.setSuppression(decibels: 25)
+    var (trusts, output): ([Float], [Float]) = ([], [])
+    for start in stride(from: 0, to: x.count - frame + 1, by: frame) {
+      for i in 0..<frame { engine.buffers.pending[i] = x[start + i] }
+      engine.step(held: false)
+      trusts.append(engine.staleness.current)
+      if start > 0 { output += (0..<frame).map { engine.buffers.ready[$0] } }
+    }
+    return (trusts, output)
+  }
+
+  static func trusts(_ x: [Float]) -> [Float] { run(x).trusts }
+
+  static func rmsDecibels(_ x: ArraySlice<Float>) -> Double {
+    10 * log10(x.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(max(x.count, 1)))
+  }
+
+  static func seconds(_ s: Double) -> Int { Int(s * rate) / frame }
+
+  @Test("Steady noise keeps the estimate trusted", arguments: ["white", "pink", "fan"])
+  func steadyNoise(_ kind: String) {
+    let x =
+      switch kind {
+      case "white": TestSignals.noise(frames: 3 * 48_000, amplitude: 0.02, seed: 3)
+      case "pink": HeldNoteTests.pinkNoise(seconds: 3, decibels: -45)
+      default: HeldNoteTests.fan(seconds: 3, decibels: -45)
+      }
+    let t = Self.trusts(x)
+    let settled = t[Self.seconds(1)...]
+    TestSignals.measured("\(kind) noise: least trust after 1 s \(settled.min() ?? -1)")
+    #expect(settled.allSatisfy { $0 == 1 }, "\(kind): \(settled.filter { $0 < 1 }.count) frames below 1")
+  }
+
+  @Test("Noise that stops under a sound with gaps is no longer trusted within 0.3 s, and the sound passes")
+  func noiseThatStops() {
+    // Pink noise at -30 dBFS for 1.5 s, then only a 1 kHz tone at -20 dBFS in 150 ms notes with
+    // 60 ms gaps (a talker's syllables), over a faint floor at -80 dBFS throughout.
+    let n = 4 * 48_000
+    let pink = HeldNoteTests.pinkNoise(seconds: 4, decibels: -30)
+    let floor = TestSignals.noise(frames: n, amplitude: 0.000_17, seed: 8)
+    let x = (0..<n).map { i -> Float in
+      let t = Double(i) / Self.rate
+      let noise = t < 1.5 ? pink[i] : 0
+      let note = t >= 1.5 && (i % 10_080) < 7_200 ? Float(0.14 * sin(2 * Double.pi * 1000 * t)) : 0
+      return noise + note + floor[i]
+    }
+    let (t, y) = Self.run(x)
+    let during = t[Self.seconds(1)..<Self.seconds(1.5)]
+    let after = t[Self.seconds(1.8)...]
+    // The notes' level after the noise, through the denoiser against the input (2-3.9 s).
+    let window = Int(2 * Self.rate)..<Int(3.9 * Self.rate)
+    let loss = Self.rmsDecibels(x[window]) - Self.rmsDecibels(y[window])
+    TestSignals.measured(
+      "noise that stops: least trust in the noise \(during.min() ?? -1), most trust from 0.3 s after it "
+        + "\(after.max() ?? -1); the notes after it " + String(format: "%.3f dB lower", loss))
+    #expect(during.allSatisfy { $0 == 1 })
+    #expect(after.allSatisfy { $0 < 0.3 })
+    #expect(abs(loss) < 0.01, "\(loss) dB")  // speexdsp alone: 0.023 dB
+  }
+
+  @Test("Noise too quiet to judge (white at -60 dBFS, a preset's pauses) leaves speexdsp trusted")
+  func quietNoise() {
+    let t = Self.trusts(TestSignals.noise(frames: 2 * 48_000, amplitude: 0.001_7, seed: 4))
+    #expect(t.allSatisfy { $0 == 1 })
+    #expect(Self.trusts([Float](repeating: 0, count: 48_000)).allSatisfy { $0 == 1 })
+  }
+
+  @Test("The threshold follows the gamma quantile: white noise's many bins near 1.3, a few bins far higher")
+  func thresholds() {
+    // k / x where P(k, x) = 0.01 / 100 (scipy.stats.gamma.ppf: 1.29 at k = 240, 17.26 at k = 4).
+    let p = 0.01 / 100
+    #expect(abs(240 / StaleEstimate.gammaQuantile(degrees: 240, probability: p) - 1.29) < 0.01)
+    #expect(abs(4 / StaleEstimate.gammaQuantile(degrees: 4, probability: p) - 17.26) < 0.05)
+  }
+}
