@@ -23,7 +23,7 @@ import CSpeexDSP
 /// the speech after it down with noise that is gone; a `RemovalLimit` holds what a frame loses to
 /// what the input's recent floor says noise can be, and a `StaleEstimate` gives back all of it
 /// while the input's quietest frame of the last 0.5 s was quieter than the estimate allows
-/// (bursts of pink noise: SI-SDR −0.17 → −0.07 → −0.003 dB against the noisy input at 0 dB SNR;
+/// (bursts of pink noise: SI-SDR −0.17 → −0.07 → +0.00 dB against the noisy input at 0 dB SNR;
 /// steady noise unchanged). Given back in full, the input passes bit for bit.
 ///
 /// Below 300 Hz speexdsp's 100 Hz bins leave steady noise only 5–13 dB down; a `LowBandGate`
