@@ -103,8 +103,8 @@ final class StaleEstimate {
   static let fall: Float = 0.2
   static let rise: Float = 0.01
   /// speexdsp hands its spectra out as whole numbers: below this many units a bin, summed over
-  /// the bins (white noise below about −42 dBFS), truncation blurs the test, and speexdsp is
-  /// trusted as it is.
+  /// the bins (white noise below about −42 dBFS), truncation blurs the test, and trust returns to
+  /// 1 (speexdsp as before).
   static let unitsPerBin: Float = 16
   /// The threshold table: entry j is for k = 2^(j / perOctave), k from 1 to 1024.
   static let perOctave = 4
