@@ -19,7 +19,7 @@ import Testing
     for start in stride(from: 0, to: x.count - frame + 1, by: frame) {
       for i in 0..<frame { engine.buffers.pending[i] = x[start + i] }
       engine.step(held: false)
-      trusts.append(engine.staleness.current)
+      trusts.append(engine.staleness.trust)
       if start > 0 { output += (0..<frame).map { engine.buffers.ready[$0] } }
     }
     return (trusts, output)

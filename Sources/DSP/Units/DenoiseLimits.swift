@@ -42,7 +42,7 @@ final class RemovalLimit {
   /// - Realtime: safe
   func limit(
     _ output: UnsafeMutablePointer<Float>, input: UnsafeMutablePointer<Float>, newest: UnsafePointer<Float>,
-    trust: Float = 1
+    trust: Float
   ) {
     var e: Float = 0
     for i in 0..<frame { e += newest[i] * newest[i] }
@@ -121,9 +121,8 @@ final class StaleEstimate {
   private var framesSeen = 0
   /// The estimate-to-floor ratio at which trust starts to fall, by log2(k).
   private let thresholds: UnsafeMutablePointer<Float>
-  private var trust: Float = 1
-  /// What `smoothedTrust` returned last (for tests).
-  private(set) var current: Float = 1
+  /// The share of speexdsp's removal kept, as `smoothedTrust` last returned it.
+  private(set) var trust: Float = 1
 
   /// Reads `state`'s spectra (the preprocessor outlives this).
   init(state: OpaquePointer, frame: Int, sampleRate: Double) {
@@ -167,7 +166,6 @@ final class StaleEstimate {
     let goal = goal() ?? 1
     trust += (goal - trust) * (goal > trust ? Self.rise : Self.fall)
     if trust < 0.001 { trust = 0 } else if trust > 0.999 { trust = 1 }
-    current = trust
     return trust
   }
 
