@@ -74,6 +74,32 @@ import Testing
     #expect(abs(loss) < 0.01, "\(loss) dB")  // speexdsp alone: 0.023 dB
   }
 
+  @Test("Noise that stops under a sound without gaps is distrusted within 0.1 s: the empty bins show it")
+  func noiseThatStopsUnderASteadySound() {
+    // Pink noise at -30 dBFS for 1.5 s, then only four tones (300 Hz to 2.3 kHz, -43 dBFS each, about as
+    // loud as the noise's estimate in their bins): no quiet frame tells the noise ended within the
+    // floor test's 0.5 s, but the bins around and above the tones hold nothing of the estimate.
+    let n = 3 * 48_000
+    let pink = HeldNoteTests.pinkNoise(seconds: 3, decibels: -30)
+    let x = (0..<n).map { i -> Float in
+      let t = Double(i) / Self.rate
+      guard t >= 1.5 else { return pink[i] }
+      return [300.0, 700, 1100, 2300].reduce(Float(0)) { $0 + Float(0.01 * sin(2 * Double.pi * $1 * t)) }
+    }
+    let (t, y) = Self.run(x)
+    let during = t[Self.seconds(1)..<Self.seconds(1.5)]
+    let after = t[Self.seconds(1.6)..<Self.seconds(1.9)]
+    // The tones in their first 0.35 s, before speexdsp would learn them as noise.
+    let window = Int(1.55 * Self.rate)..<Int(1.9 * Self.rate)
+    let loss = Self.rmsDecibels(x[window]) - Self.rmsDecibels(y[window])
+    TestSignals.measured(
+      "noise that stops under steady tones: least trust in the noise \(during.min() ?? -1), most trust "
+        + "0.1-0.4 s after it \(after.max() ?? -1); the tones then " + String(format: "%.4f dB lower", loss))
+    #expect(during.allSatisfy { $0 == 1 })
+    #expect(after.allSatisfy { $0 < 0.3 })
+    #expect(abs(loss) < 0.1, "\(loss) dB")  // the floor test alone: trust 1, 12.9 dB lower
+  }
+
   @Test("Noise too quiet to judge (white at -60 dBFS, a preset's pauses) leaves speexdsp trusted")
   func quietNoise() {
     let t = Self.trusts(TestSignals.noise(frames: 2 * 48_000, amplitude: 0.001_7, seed: 4))

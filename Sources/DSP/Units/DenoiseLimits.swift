@@ -86,6 +86,14 @@ final class RemovalLimit {
 /// spectra as whole numbers; an estimate of quiet noise (white below about −42 dBFS) is too
 /// coarse to judge, and trust returns to 1 (speexdsp as before).
 ///
+/// A second test looks at each frame's bins, for noise that ends while a sound goes on without a
+/// gap (another talker falling silent under the voice: no quiet frame shows it within the
+/// window). Under the estimate, a bin's power is exponential: a tenth of the estimate or less
+/// in about one bin in ten, and a sound on top only makes that rarer. When more than 40% of the
+/// bins are that empty, the estimate is stale in this frame, whatever the window holds (two
+/// other talkers at 0 dB SNR went from 0.018 dB worse to 0.012 dB better in the benchmark;
+/// steady noise never trips it, `StaleEstimateTests`).
+///
 /// The window is a trade: a longer one catches more of the gaps that show a burst has ended, but
 /// after a gap it keeps distrusting noise that has come back (1 s made bursts of 250 ms never
 /// worse, but lost all of speexdsp's gain on bursts of 1 s, +1.1 dB); 0.5 s keeps +0.4 to +0.6 dB
@@ -109,6 +117,14 @@ final class StaleEstimate {
   /// The threshold table: entry j is for k = 2^(j / perOctave), k from 1 to 1024.
   static let perOctave = 4
   static let entries = 10 * perOctave + 1
+  /// The second test, per bin and per frame: a bin is `empty` when it holds less than
+  /// `emptyShare` of the estimate's power there (steady noise leaves about 10% of its bins so,
+  /// 1 − e^−0.1; speech only adds power), and the frame shows the estimate stale when more than
+  /// `emptyFraction` of the bins the estimate can be read in are empty.
+  static let emptyShare: Float = 0.1
+  static let emptyFraction: Float = 0.4
+  /// Fewer bins than this loud enough to read (`emptyShare` × estimate ≥ 1 unit): no verdict.
+  static let readableBins = 16
 
   private let state: OpaquePointer
   private let bins: Int
@@ -176,16 +192,28 @@ final class StaleEstimate {
     speex_preprocess_ctl(state, SPEEX_PREPROCESS_GET_NOISE_PSD, noise)
     speex_preprocess_ctl(state, SPEEX_PREPROCESS_GET_PSD, power)
     var (n, n2, p): (Float, Float, Float) = (0, 0, 0)
+    var (readable, empty) = (0, 0)
     for i in 1..<bins {  // bin 0 (DC) is not used by speexdsp
       let v = Float(noise[i])
+      let q = Float(power[i])
       n += v
       n2 += v * v
-      p += Float(power[i])
+      p += q
+      // Whole units: a bin is empty only if its power is surely under the share (q + 1).
+      let share = Self.emptyShare * v
+      if share >= 1 {
+        readable += 1
+        if q + 1 <= share { empty += 1 }
+      }
     }
     // speexdsp's first analysis window is half zeros: no evidence of the input's floor.
-    floors[next] = framesSeen < 2 ? .greatestFiniteMagnitude : p
+    let evidence = framesSeen >= 2
+    floors[next] = evidence ? p : .greatestFiniteMagnitude
     framesSeen = min(framesSeen + 1, 2)
     next = next + 1 == windowFrames ? 0 : next + 1
+    if evidence, readable >= Self.readableBins, Float(empty) > Self.emptyFraction * Float(readable) {
+      return 0
+    }
     guard n >= Self.unitsPerBin * Float(bins - 1) else { return nil }
     var floor = Float.greatestFiniteMagnitude
     for i in 0..<windowFrames { floor = min(floor, floors[i]) }
