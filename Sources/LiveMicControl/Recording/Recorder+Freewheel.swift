@@ -111,9 +111,11 @@ extension Recorder {
       let lost = consumer.dropped &- (watch.droppedAtStart[consumer.id] ?? 0)
       guard lost > 0 else { continue }
       if consumer.label == Self.loudnessLabel { loudnessDropped = lost } else { dropped += lost }
+      // The duration only where the rate is known (a session always has one; a bare test may not).
+      let duration = rate > 0 ? " (" + String(format: "%.1f", Double(lost) / rate) + " s)" : ""
       Log.error(
-        "\(consumer.label) dropped \(lost) frames (" + String(format: "%.1f", Double(lost) / max(rate, 1))
-          + " s) while JACK was freewheeling: its thread fell behind the graph")
+        "\(consumer.label) dropped \(lost) frames\(duration) while JACK was freewheeling: its thread fell behind the graph"
+      )
     }
     Log.info(
       "JACK stopped freewheeling after \(cycles) cycles (\(frames) frames, "
