@@ -45,7 +45,8 @@ extension EndToEnd {
       var start = speakerB!.frameCount
       try speakerB!.record(frames: 4800)
       #expect(
-        rms(speakerB!.recording(channel: 0, from: start).samples[...]) == 0, "muted output is not silent")
+        rms(speakerB!.recording(channel: 0, from: start).samples[...]) == 0,
+        "muted output is not silent: \(livemic.log)")
 
       // Told to unmute: audio ramps back up on the fallback.
       kill(livemic.process.processIdentifier, SIGUSR1)
@@ -66,6 +67,63 @@ extension EndToEnd {
         "\(reasons)")
       speakerB?.close()
       speakerB = nil
+      generator.close()
+      server.stop()
+    }
+
+    /// The output's target vanishes while LiveMic's audio thread is stalled (its generator,
+    /// upstream, holds its cycle), so the mute's ramp cannot run in the 300 ms the supervisor
+    /// waits: the fallback must hear nothing once audio runs again. Before the fix LiveMic
+    /// connected it anyway and it heard the rest of the ramp down from full level (RMS 0.047
+    /// over 9600 frames; the CI run at 4fe1dc5 failed the test above this way, RMS 0.015), and
+    /// with the ramp merely cut, a cycle of the stale buffer (JACK's xrun recovery ran the
+    /// fallback once before LiveMic: RMS 0.018). Now the ramp is cut and the fallback waits
+    /// until a silent cycle has run.
+    @Test("a fallback stays silent when the audio thread was stalled as the route was lost")
+    func fallbackSilentAfterStall() throws {
+      let folder = Paths.temporaryFolder("route-stall")
+      defer { try? FileManager.default.removeItem(at: folder) }
+      let server = try JackServer(period: 64)
+      let generator = try TestClient(
+        name: "lmgen", server: server.name, signal: .sine(frequencyHz: 440, amplitude: 0.3),
+        captureChannels: 0)
+      let speakerB = try TestClient(name: "lmspkB", server: server.name, signal: nil, captureChannels: 2)
+      var speakerA: TestClient? = try TestClient(
+        name: "lmspkA", server: server.name, signal: nil, captureChannels: 2)
+      let livemic = try LiveMicProcess(
+        [
+          "-s", server.name, "-n", "lmroute", "-p", "flat", "--connect-in", "lmgen:out",
+          "--route-out", "lmspkA:in_", "--route-out", "lmspkB:in_",
+        ], guardOutput: folder.appendingPathComponent("rtguard.txt"))
+      #expect(livemic.waitForLog("route: requested 'lmspkA:in_' then 'lmspkB:in_'"), "\(livemic.log)")
+      #expect(generator.connections(of: "lmroute:out_1") == ["lmspkA:in_1"])
+      // Full level on A (the start's fade-in is over).
+      usleep(1_200_000)
+      var start = speakerA!.frameCount
+      try speakerA!.record(frames: 4800)
+      #expect(rms(speakerA!.recording(channel: 0, from: start).samples[...]) > 0.15)
+
+      generator.hold.store(true, ordering: .releasing)
+      #expect(waitUntil(seconds: 2) { generator.held.load(ordering: .acquiring) })
+      speakerA!.close()
+      speakerA = nil
+      #expect(livemic.waitForLog("cut to silence"), "\(livemic.log)")
+      let stillHeld = generator.held.load(ordering: .acquiring)
+      #expect(stillHeld, "the stall ended before LiveMic gave up waiting for the ramp")
+      #expect(generator.connections(of: "lmroute:out_1").isEmpty, "the fallback was connected while stalled")
+      start = speakerB.frameCount
+      generator.hold.store(false, ordering: .releasing)
+      #expect(
+        waitUntil(seconds: 5) { generator.connections(of: "lmroute:out_1") == ["lmspkB:in_1"] },
+        "\(livemic.log)")
+      try speakerB.record(frames: 9600)
+      #expect(
+        rms(speakerB.recording(channel: 0, from: start).samples[...]) == 0,
+        "the fallback heard the muted output: \(livemic.log)")
+      #expect(livemic.log.contains("output muted (route lost)"), "\(livemic.log)")
+      #expect(livemic.interrupt() == 0)
+      RealtimeGuard.expectNothingCounted(folder.appendingPathComponent("rtguard.txt"))
+      speakerB.close()
       generator.close()
       server.stop()
     }

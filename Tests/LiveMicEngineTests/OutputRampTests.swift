@@ -47,6 +47,27 @@ import Testing
     #expect(ramp.isFullyOpen && !ramp.isSilent)
   }
 
+  @Test("A cut silences the next cycle from full level; a fade-in after it starts from silence")
+  func cut() {
+    let ramp = OutputRamp(sampleRate: Self.rate)
+    _ = Self.gains(ramp, frames: 48000 + 256)
+    #expect(ramp.isFullyOpen)
+    ramp.cut()
+    #expect(Self.gains(ramp, frames: 4096, block: 64, monitor: true).allSatisfy { $0 == 0 })
+    #expect(ramp.isSilent)
+    // Cut while stalled, then told to go on before the audio thread ran again (the route's
+    // `continue` policy): the next cycle starts from silence and ramps up.
+    _ = Self.gains(ramp, frames: 0)
+    ramp.fadeIn()
+    _ = Self.gains(ramp, frames: 48000 + 256)
+    ramp.cut()
+    ramp.fadeIn()
+    let g = Self.gains(ramp, frames: 2400, block: 64)
+    let step = Float(1 / Self.rate)
+    #expect(abs(g[0] - step * step) < 1e-12, "the first frame after the cut is nearly silent")
+    #expect(abs(g[2399] - 0.0025) < 1e-4, "50 ms into the fade-in: (1/20)²")
+  }
+
   @Test("Once open the output is untouched; a fade-out reaches silence within 50 ms and stays there")
   func fadeOut() {
     let ramp = OutputRamp(sampleRate: Self.rate)

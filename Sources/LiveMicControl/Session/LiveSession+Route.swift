@@ -12,7 +12,8 @@ extension LiveSession {
   }
 
   /// Makes a planned route change and reports it. When the output's current target was lost,
-  /// the output is muted first and the fallback connected only once the ramp is silent; it
+  /// the output is muted first and the fallback connected only once the ramp is silent (when
+  /// the audio thread is stalled, the ramp is cut and the fallback waits for it to run); it
   /// stays muted (`--on-route-loss mute`) or ramps up again (`continue`). Any other change (a
   /// more preferred target of the user's list, an override, a new default) moves without muting.
   func follow(
@@ -38,7 +39,21 @@ extension LiveSession {
       Log.info("output muted (route lost): unmute with 'livemic ctl unmute' or SIGUSR1")
       stream.emit("muted", ["reason": .string(change.reason), "code": .string(change.code.rawValue)])
     }
-    if !waitUntilSilent(state) { Log.error("the output did not ramp to silence in 300 ms; moving anyway") }
+    // A stalled audio thread cannot ramp, and the next cycle it runs must not finish the fade
+    // on the fallback's ears: the ramp is cut, and the fallback waits for a silent cycle (the
+    // route is looked at again every 50 ms; the supervisor is not held meanwhile).
+    if !waitUntilSilent(state, milliseconds: controller.awaitingSilence ? 20 : 300) {
+      if !controller.awaitingSilence {
+        controller.awaitingSilence = true
+        state.ramp.cut()
+        Log.error(
+          "the output did not ramp to silence in 300 ms (the audio thread is stalled): "
+            + "cut to silence; the fallback is connected once a silent cycle has run")
+      }
+      graphSettled = .now() + .milliseconds(50)
+      return
+    }
+    controller.awaitingSilence = false
     controller.commit(change, client: client, book: book)
     report(change, direction: direction)
     followAutoload(client, state)

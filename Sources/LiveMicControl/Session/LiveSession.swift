@@ -350,9 +350,9 @@ public final class LiveSession: @unchecked Sendable {
       chain: chain, muted: audio.outputSilent, inputMuted: audio.inputMuted, taps: recorder.taps)
   }
 
-  /// Waits (up to 300 ms) until the output ramp is silent.
-  func waitUntilSilent(_ state: ProcessState) -> Bool {
-    let deadline = DispatchTime.now() + .milliseconds(300)
+  /// Waits (up to `milliseconds`) until the output ramp is silent.
+  func waitUntilSilent(_ state: ProcessState, milliseconds: Int = 300) -> Bool {
+    let deadline = DispatchTime.now() + .milliseconds(milliseconds)
     while !state.ramp.isSilent && DispatchTime.now() < deadline { usleep(2000) }
     return state.ramp.isSilent
   }

@@ -33,6 +33,9 @@ final class RouteController {
   /// True for the output route (LiveMic's outputs → playback ports); false for the input
   /// route (capture ports → LiveMic's inputs), which never mutes.
   let isOutput: Bool
+  /// A lost target's fallback waits: the audio thread was stalled when the output was muted,
+  /// so the ramp was cut instead, and the fallback is connected once a silent cycle has run.
+  var awaitingSilence = false
 
   init(patterns: [String], policy: RouteLossPolicy, fixedDefault: [String] = [], isOutput: Bool = true) {
     self.patterns = patterns

@@ -3,7 +3,7 @@ import Synchronization
 /// The gain at the very end of the chain that makes LiveMic start quiet, stop without a click
 /// and mute: it moves towards 1 (running) or 0 (stopping, muted) along a squared ramp.
 ///
-/// Thread: `apply` on the audio thread; `fadeIn`, `fadeOut`, `isSilent` anywhere.
+/// Thread: `apply` on the audio thread; `fadeIn`, `fadeOut`, `cut`, `isSilent` anywhere.
 public final class OutputRamp: @unchecked Sendable {
   /// Length of the fade-in whenever audio starts.
   public static let fadeInSeconds: Double = 1.0
@@ -11,6 +11,8 @@ public final class OutputRamp: @unchecked Sendable {
   public static let fadeOutSeconds: Double = 0.05
 
   private let target = Atomic<UInt32>(1)
+  /// Set by `cut`, taken by the next `apply`: the position drops to silence at once.
+  private let cutRequested = Atomic<Bool>(false)
   /// The position as last applied, as Float bits (for `isSilent`, and the tests).
   let positionBits = Atomic<UInt32>(0)
   private var position: Float = 0
@@ -26,8 +28,16 @@ public final class OutputRamp: @unchecked Sendable {
   public func fadeIn() { target.store(1, ordering: .relaxed) }
   /// Ramps down to silence (over `fadeOutSeconds`).
   public func fadeOut() { target.store(0, ordering: .relaxed) }
+  /// Silences the output from the next cycle on, without a fade (and fades out, so it stays
+  /// silent until `fadeIn`, which then ramps up from silence). For when a fade-out cannot be
+  /// waited for: the audio thread is stalled and the output is about to reach new ears (the
+  /// fallback of a lost route); the old target, gone, hears no click.
+  public func cut() {
+    target.store(0, ordering: .relaxed)
+    cutRequested.store(true, ordering: .releasing)
+  }
   /// True once the ramp has reached silence.
-  public var isSilent: Bool { Float(bitPattern: positionBits.load(ordering: .relaxed)) == 0 }
+  public var isSilent: Bool { Float(bitPattern: positionBits.load(ordering: .acquiring)) == 0 }
 
   /// Back to silence, as before the first cycle (after a warm-up run, or before audio resumes
   /// after a suspension). Only while the audio thread is not running.
@@ -42,8 +52,12 @@ public final class OutputRamp: @unchecked Sendable {
     left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>, frames: Int,
     alsoLeft: UnsafeMutablePointer<Float>? = nil, alsoRight: UnsafeMutablePointer<Float>? = nil
   ) {
-    let goal: Float = target.load(ordering: .relaxed) == 1 ? 1 : 0
     var p = position
+    if cutRequested.load(ordering: .relaxed) && cutRequested.exchange(false, ordering: .acquiring) {
+      p = 0
+      position = 0
+    }
+    let goal: Float = target.load(ordering: .relaxed) == 1 ? 1 : 0
     if p == goal {
       if goal == 0 {
         left.update(repeating: 0, count: frames)
@@ -51,6 +65,8 @@ public final class OutputRamp: @unchecked Sendable {
         alsoLeft?.update(repeating: 0, count: frames)
         alsoRight?.update(repeating: 0, count: frames)
       }
+      // After the buffers: silence is reported only once a cut's cycle is silent.
+      positionBits.store(p.bitPattern, ordering: .releasing)
       return
     }
     let step = goal > p ? upStep : -downStep
@@ -60,7 +76,7 @@ public final class OutputRamp: @unchecked Sendable {
     }
     p = Self.ramp(left, right, frames: frames, from: p, step: step)
     position = p
-    positionBits.store(p.bitPattern, ordering: .relaxed)
+    positionBits.store(p.bitPattern, ordering: .releasing)
   }
 
   /// Multiplies `left`/`right` by the squared ramp position, which moves from `start` by `step`

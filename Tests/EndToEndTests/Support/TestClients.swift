@@ -62,6 +62,12 @@ final class TestClient: @unchecked Sendable {
   private var nextFrameTime: jack_nframes_t?
   /// Set to make the process callback sleep this long (µs) each cycle, to cause xruns.
   let sleepMicroseconds = Atomic<Int>(0)
+  /// Set to hold the process callback in its cycle (polling every millisecond, at most 3 s)
+  /// until cleared: every client downstream of this one (fed by it) waits for the cycle too,
+  /// which is how a test stalls LiveMic's audio thread at a moment of its choosing.
+  let hold = Atomic<Bool>(false)
+  /// True while the process callback is held (`hold`).
+  let held = Atomic<Bool>(false)
 
   /// A MIDI output port (`midi_out`) when the client was made with `midi: true`.
   private var midiPort: OpaquePointer?
@@ -190,6 +196,15 @@ final class TestClient: @unchecked Sendable {
     }
     let sleep = sleepMicroseconds.load(ordering: .relaxed)
     if sleep > 0 { usleep(UInt32(sleep)) }
+    if hold.load(ordering: .acquiring) {
+      held.store(true, ordering: .releasing)
+      var waited = 0
+      while hold.load(ordering: .acquiring) && waited < 3000 {
+        usleep(1000)
+        waited += 1
+      }
+      held.store(false, ordering: .releasing)
+    }
     cycles.add(1, ordering: .relaxed)
     return 0
   }
