@@ -53,7 +53,6 @@ extension LiveSession {
       graphSettled = .now() + .milliseconds(50)
       return
     }
-    controller.awaitingSilence = false
     controller.commit(change, client: client, book: book)
     report(change, direction: direction)
     followAutoload(client, state)

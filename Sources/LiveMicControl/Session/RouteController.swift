@@ -143,7 +143,10 @@ final class RouteController {
     let (all, pattern) = preferred(client)
     let ours = isOutput ? client.outputPortNames.count : client.inputPortNames.count
     let targets = Array(all.prefix(fixedDefault.count == 1 && pattern == nil ? 1 : ours))
-    guard targets != current else { return nil }
+    guard targets != current else {
+      awaitingSilence = false  // a lost target came back before its fallback was connected
+      return nil
+    }
     let from = current
     let lost = !from.isEmpty && from.contains { !client.portExists($0) }
     let what = isOutput ? "output" : "input"
@@ -183,6 +186,7 @@ final class RouteController {
       )
     }
     current = Array(change.to.prefix(ours.count))
+    awaitingSilence = false
   }
 
   /// The requested route in words: the override (and the default) or the default.
