@@ -65,8 +65,11 @@ public final class OutputRamp: @unchecked Sendable {
         alsoLeft?.update(repeating: 0, count: frames)
         alsoRight?.update(repeating: 0, count: frames)
       }
-      // After the buffers: silence is reported only once a cut's cycle is silent.
-      positionBits.store(p.bitPattern, ordering: .releasing)
+      // After the buffers: silence is reported only once a cut's cycle is silent. No store
+      // while settled (the line stays shared with the threads that read it).
+      if positionBits.load(ordering: .relaxed) != p.bitPattern {
+        positionBits.store(p.bitPattern, ordering: .releasing)
+      }
       return
     }
     let step = goal > p ? upStep : -downStep
