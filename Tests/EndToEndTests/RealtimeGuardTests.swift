@@ -11,15 +11,20 @@ extension EndToEnd {
       let folder = Paths.temporaryFolder("guard")
       defer { try? FileManager.default.removeItem(at: folder) }
       let counters = folder.appendingPathComponent("rtguard.txt")
+      // 100 ms bursts of a tone, not a steady one: voice's feedback suppressor and denoiser
+      // take a steady sine down by design, deeper the longer it lasts (from -80 dBFS to
+      // -99 dBFS here, and below the old 1e-5 check's floor under --load), so "not silent"
+      // held by 1.4 dB. The bursts come out at about -47 dBFS.
       let run = GuardedRun(
         counters: counters,
         rig: try LiveAudioTests.rig(
-          ["-p", "voice"], signal: .sine(frequencyHz: 220, amplitude: 0.3), period: 64, guardOutput: counters)
+          ["-p", "voice"], signal: .burst(frequencyHz: 220, amplitude: 0.3, onFrames: 4800, offFrames: 4800),
+          period: 64, guardOutput: counters)
       )
       let out = try run.acrossBufferSizeChange(recording: 48000, cyclesAfter: 1000)
-      // Not silent (voice's feedback suppressor and denoiser take a steady sine down to about
-      // -80 dBFS, by design).
-      #expect(rms(out[(out.count / 2)...]) > 1e-5, "no audio after the buffer-size change")
+      let level = rms(out[(out.count / 2)...])
+      print("[measured] voice chain after the buffer-size change: RMS \(level)")
+      #expect(level > 1e-3, "no audio after the buffer-size change")
       run.finish()
     }
 

@@ -81,6 +81,58 @@ extension EndToEnd {
       server.stop()
     }
 
+    /// The output's target quits while LiveMic's audio thread is stalled (its generator holds
+    /// the cycle), so the route's mute cannot ramp and the fallback waits for a silent cycle;
+    /// then the server dies before that cycle comes. With `--on-route-loss continue`, the
+    /// signal must flow again after the restart. Before the fix the route's mute outlived the
+    /// restart and LiveMic stayed silent (`scripts/test --load` found it: 4 of the 10 rounds of
+    /// the test above recorded exact silence).
+    @Test("a route lost while the audio is stalled, then a server restart: 'continue' plays again")
+    func stalledRouteLossThenRestart() throws {
+      let folder = Paths.temporaryFolder("reconnect-stall")
+      defer { try? FileManager.default.removeItem(at: folder) }
+      let counters = folder.appendingPathComponent("rtguard.txt")
+      let server = try JackServer(period: JackServer.takePeriod)
+      var generator = try TestClient(
+        name: "lmgen", server: server.name, signal: .frameCode, captureChannels: 0)
+      var capture = try TestClient(name: "lmcap", server: server.name, signal: nil, captureChannels: 3)
+      let livemic = try LiveMicProcess(
+        [
+          "-s", server.name, "-n", "lmre3", "-p", "flat", "--connect-in", "lmgen:out",
+          "--connect-out", "lmcap:in_2,lmcap:in_3", "--on-route-loss", "continue",
+        ],
+        guardOutput: counters)
+      #expect(livemic.waitForLog("latency capture-to-playback"), "\(livemic.log)")
+      #expect(waitUntil(seconds: 5) { capture.connections(of: "lmre3:out_2") == ["lmcap:in_3"] })
+      generator.hold.store(true, ordering: .releasing)
+      #expect(waitUntil(seconds: 2) { generator.held.load(ordering: .acquiring) })
+      capture.close()
+      #expect(livemic.waitForLog("cut to silence"), "\(livemic.log)")
+      try server.killAndRestart(period: JackServer.takePeriod)
+      generator.hold.store(false, ordering: .releasing)
+      generator.abandon()
+      #expect(livemic.waitForLog("reconnected to"), "\(livemic.log)")
+      generator = try TestClient(name: "lmgen", server: server.name, signal: .frameCode, captureChannels: 0)
+      capture = try TestClient(name: "lmcap", server: server.name, signal: nil, captureChannels: 3)
+      try capture.connect(generator.portName("out"), capture.portName("in_1"))
+      #expect(
+        waitUntil(seconds: 5) { capture.connections(of: "lmre3:out_2") == ["lmcap:in_3"] }, "\(livemic.log)")
+      usleep(1_200_000)  // the start-quiet ramp
+      let witness = Witness.rig(capture, signal: .frameCode, client: "lmre3")
+      let take = try retaking("the signal after the restart") {
+        try witness.take(frames: 4800, channels: [0, 1])
+      }
+      let differing = zip(take[0], take[1]).filter { $0.bitPattern != $1.bitPattern }.count
+      #expect(
+        differing == 0 && rms(take[1][...]) > 0.2,
+        "\(differing) samples differ, rms \(rms(take[1][...])): \(livemic.log)")
+      #expect(livemic.interrupt() == 0)
+      RealtimeGuard.expectNothingCounted(counters)
+      generator.close()
+      capture.close()
+      server.stop()
+    }
+
     /// A restart with another buffer size and rate: processing resumes at the new size.
     @Test("restart with a different period and rate: processing resumes")
     func restartWithNewSettings() throws {

@@ -8,14 +8,20 @@ extension LiveSession {
   /// Re-evaluates both routes after the graph changed and follows them.
   func followRoutes(_ client: JackClient, _ state: ProcessState) {
     if let inputRoute, let change = inputRoute.update(client) { follow(change, inputRoute, client, state) }
-    if let route, let change = route.update(client) { follow(change, route, client, state) }
+    guard let route else { return }
+    if let change = route.update(client) {
+      follow(change, route, client, state)
+    } else {
+      endRouteLoss(route, client, state)  // a lost target back before its fallback was connected
+    }
   }
 
   /// Makes a planned route change and reports it. When the output's current target was lost,
   /// the output is muted first and the fallback connected only once the ramp is silent (when
-  /// the audio thread is stalled, the ramp is cut and the fallback waits for it to run); it
-  /// stays muted (`--on-route-loss mute`) or ramps up again (`continue`). Any other change (a
-  /// more preferred target of the user's list, an override, a new default) moves without muting.
+  /// the audio thread is stalled, the ramp is cut and the fallback waits for a silent cycle);
+  /// it stays muted (`--on-route-loss mute`) or ramps up again (`continue`). Any other change
+  /// (a more preferred target of the user's list, an override, a new default) moves without
+  /// muting.
   func follow(
     _ change: RouteController.Change, _ controller: RouteController, _ client: JackClient,
     _ state: ProcessState
@@ -30,21 +36,28 @@ extension LiveSession {
     guard controller.isOutput && change.mute else {
       controller.commit(change, client: client, book: book)
       report(change, direction: direction)
-      if controller.isOutput { followAutoload(client, state) }
+      if controller.isOutput {
+        followAutoload(client, state)
+        endRouteLoss(controller, client, state)
+      }
       return
     }
-    let wasSilent = supervisorState.audio.outputSilent
-    transition(.routeLost, reason: "route lost: \(change.reason)", client: client, state: state)
-    if !wasSilent {
-      Log.info("output muted (route lost): unmute with 'livemic ctl unmute' or SIGUSR1")
-      stream.emit("muted", ["reason": .string(change.reason), "code": .string(change.code.rawValue)])
+    if controller.loss == nil {
+      let silentBefore = supervisorState.audio.outputSilent
+      controller.loss = RouteController.Loss(silentBefore: silentBefore)
+      transition(.routeLost, reason: "route lost: \(change.reason)", client: client, state: state)
+      if !silentBefore {
+        Log.info("output muted (route lost): unmute with 'livemic ctl unmute' or SIGUSR1")
+        stream.emit("muted", ["reason": .string(change.reason), "code": .string(change.code.rawValue)])
+      }
     }
     // A stalled audio thread cannot ramp, and the next cycle it runs must not finish the fade
     // on the fallback's ears: the ramp is cut, and the fallback waits for a silent cycle (the
     // route is looked at again every 50 ms; the supervisor is not held meanwhile).
-    if !waitUntilSilent(state, milliseconds: controller.awaitingSilence ? 20 : 300) {
-      if !controller.awaitingSilence {
-        controller.awaitingSilence = true
+    let cut = controller.loss?.cut ?? false
+    if !waitUntilSilent(state, milliseconds: cut ? 20 : 300) {
+      if !cut {
+        controller.loss?.cut = true
         state.ramp.cut()
         Log.error(
           "the output did not ramp to silence in 300 ms (the audio thread is stalled): "
@@ -56,12 +69,21 @@ extension LiveSession {
     controller.commit(change, client: client, book: book)
     report(change, direction: direction)
     followAutoload(client, state)
+    endRouteLoss(controller, client, state)
+  }
+
+  /// Ends the output route's loss in progress, if any (its fallback connected, its targets made
+  /// again after a server restart, or the lost target back): `--on-route-loss continue` lifts
+  /// the route's own mute and ramps up (a mute mode the user set stays); `mute` keeps it until
+  /// the user unmutes.
+  func endRouteLoss(_ controller: RouteController, _ client: JackClient, _ state: ProcessState) {
+    guard let loss = controller.loss else { return }
+    controller.loss = nil
     guard controller.policy == .continue else { return }
-    // Only the route's own mute is lifted: a mute mode set by the user stays.
     transition(.routeContinued, reason: "route: --on-route-loss continue", client: client, state: state)
-    guard !supervisorState.audio.outputSilent && wasSilent == false else { return }
+    guard !supervisorState.audio.outputSilent && !loss.silentBefore else { return }
     Log.info("output unmuted (route: --on-route-loss continue; ramping up over 1 s)")
-    stream.emit("unmuted", ["reason": .string("route"), "code": .string(change.code.rawValue)])
+    stream.emit("unmuted", ["reason": .string("route"), "code": .string(RouteController.Code.lost.rawValue)])
   }
 
   /// Loads the autoload preset of the output's target now, when it is not the one running

@@ -70,7 +70,10 @@ extension LiveSession {
       bindMidi(state)
       if supervisorState.audio.clientActive {
         book.restore(client)
-        if let change = route?.apply(client, book: book) { report(change, direction: "output") }
+        if let route {
+          if let change = route.apply(client, book: book) { report(change, direction: "output") }
+          endRouteLoss(route, client, state)  // a loss the server's end interrupted
+        }
         followAutoload(client, state)
         if let change = inputRoute?.apply(client, book: book) { report(change, direction: "input") }
       } else {

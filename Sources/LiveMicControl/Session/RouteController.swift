@@ -33,9 +33,16 @@ final class RouteController {
   /// True for the output route (LiveMic's outputs → playback ports); false for the input
   /// route (capture ports → LiveMic's inputs), which never mutes.
   let isOutput: Bool
-  /// A lost target's fallback waits: the audio thread was stalled when the output was muted,
-  /// so the ramp was cut instead, and the fallback is connected once a silent cycle has run.
-  var awaitingSilence = false
+  /// A lost target being handled, from the output's mute until the route has moved (its
+  /// fallback connected, or its targets made again after a server restart) or the target is
+  /// back: whether the output was silent before the loss, and whether the ramp was cut because
+  /// the audio thread was stalled (the fallback then waits for a silent cycle). The session
+  /// ends it (`LiveSession.endRouteLoss`).
+  struct Loss {
+    let silentBefore: Bool
+    var cut = false
+  }
+  var loss: Loss?
 
   init(patterns: [String], policy: RouteLossPolicy, fixedDefault: [String] = [], isOutput: Bool = true) {
     self.patterns = patterns
@@ -143,10 +150,7 @@ final class RouteController {
     let (all, pattern) = preferred(client)
     let ours = isOutput ? client.outputPortNames.count : client.inputPortNames.count
     let targets = Array(all.prefix(fixedDefault.count == 1 && pattern == nil ? 1 : ours))
-    guard targets != current else {
-      awaitingSilence = false  // a lost target came back before its fallback was connected
-      return nil
-    }
+    guard targets != current else { return nil }
     let from = current
     let lost = !from.isEmpty && from.contains { !client.portExists($0) }
     let what = isOutput ? "output" : "input"
@@ -186,7 +190,6 @@ final class RouteController {
       )
     }
     current = Array(change.to.prefix(ours.count))
-    awaitingSilence = false
   }
 
   /// The requested route in words: the override (and the default) or the default.
