@@ -87,7 +87,12 @@ extension EndToEnd {
     /// signal must flow again after the restart. Before the fix the route's mute outlived the
     /// restart and LiveMic stayed silent (`scripts/test --load` found it: 4 of the 10 rounds of
     /// the test above recorded exact silence).
-    @Test("a route lost while the audio is stalled, then a server restart: 'continue' plays again")
+    @Test(
+      "a route lost while the audio is stalled, then a server restart: 'continue' plays again",
+      .enabled(
+        if: !TestBackend.isPipeWire,
+        "a held upstream client stalls LiveMic deterministically on jackd only: PipeWire's scheduler ran LiveMic past it under --load (the jackd run covers it)"
+      ))
     func stalledRouteLossThenRestart() throws {
       let folder = Paths.temporaryFolder("reconnect-stall")
       defer { try? FileManager.default.removeItem(at: folder) }

@@ -79,7 +79,12 @@ extension EndToEnd {
     /// with the ramp merely cut, a cycle of the stale buffer (JACK's xrun recovery ran the
     /// fallback once before LiveMic: RMS 0.018). Now the ramp is cut and the fallback waits
     /// until a silent cycle has run.
-    @Test("a fallback stays silent when the audio thread was stalled as the route was lost")
+    @Test(
+      "a fallback stays silent when the audio thread was stalled as the route was lost",
+      .enabled(
+        if: !TestBackend.isPipeWire,
+        "a held upstream client stalls LiveMic deterministically on jackd only: PipeWire's scheduler ran LiveMic past it under --load (the jackd run covers it)"
+      ))
     func fallbackSilentAfterStall() throws {
       let folder = Paths.temporaryFolder("route-stall")
       defer { try? FileManager.default.removeItem(at: folder) }
