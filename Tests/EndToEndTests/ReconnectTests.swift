@@ -89,10 +89,7 @@ extension EndToEnd {
     /// the test above recorded exact silence).
     @Test(
       "a route lost while the audio is stalled, then a server restart: 'continue' plays again",
-      .enabled(
-        if: !TestBackend.isPipeWire,
-        "a held upstream client stalls LiveMic deterministically on jackd only: PipeWire's scheduler ran LiveMic past it under --load (the jackd run covers it)"
-      ))
+      .notOnPipeWire(TestBackend.heldClientStallsOnJackdOnly))
     func stalledRouteLossThenRestart() throws {
       let folder = Paths.temporaryFolder("reconnect-stall")
       defer { try? FileManager.default.removeItem(at: folder) }

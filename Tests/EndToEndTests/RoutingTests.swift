@@ -81,10 +81,7 @@ extension EndToEnd {
     /// until a silent cycle has run.
     @Test(
       "a fallback stays silent when the audio thread was stalled as the route was lost",
-      .enabled(
-        if: !TestBackend.isPipeWire,
-        "a held upstream client stalls LiveMic deterministically on jackd only: PipeWire's scheduler ran LiveMic past it under --load (the jackd run covers it)"
-      ))
+      .notOnPipeWire(TestBackend.heldClientStallsOnJackdOnly))
     func fallbackSilentAfterStall() throws {
       let folder = Paths.temporaryFolder("route-stall")
       defer { try? FileManager.default.removeItem(at: folder) }

@@ -15,6 +15,12 @@ enum TestBackend {
     + " on jackd that is an xrun and the test measures again, but PipeWire 0.3.65's dummy driver"
     + " reports no xruns, so the test cannot tell a dropout from a LiveMic fault"
 
+  /// Why a test that stalls LiveMic by holding its generator's cycle is not run on PipeWire:
+  /// jackd waits for the held client, PipeWire's scheduler ran LiveMic past it under --load.
+  static let heldClientStallsOnJackdOnly =
+    "a held upstream client stalls LiveMic deterministically on jackd only: PipeWire's scheduler"
+    + " ran LiveMic past it under --load (the jackd run covers it)"
+
   /// The libjack this process loaded (from /proc/self/maps, read line by line: Foundation reads
   /// only its first page), or "?".
   static var libjackPath: String {
