@@ -32,6 +32,12 @@ final class ConnectionBook {
   private var beforeForgetting: Set<Connection> = []
   private var forgotAt: DispatchTime?
   private(set) var restoredCount = 0
+  /// Connections that went while their other port stayed, and when that was read: a user's
+  /// undoing, unless that port vanishes within `dropGraceSeconds` (a client or a driver, such
+  /// as a NetJACK2 slave's when its link drops, tears its connections down a moment before its
+  /// ports, and a reading of the graph can fall in between).
+  private var dropped: [Connection: DispatchTime] = [:]
+  private static let dropGraceSeconds = 2.0
 
   var pendingCount: Int { pending.count }
 
@@ -56,9 +62,19 @@ final class ConnectionBook {
       }
     }
     // A connection whose other port vanished (its client quit, the server is stopping) stays
-    // wanted and is made again when the port reappears; one a user undid is forgotten.
-    for c in known where !now.contains(c) && (!client.portExists(c.theirs) || vanished.contains(c.theirs)) {
+    // wanted and is made again when the port reappears, also when it went a moment before its
+    // port; one a user undid is forgotten.
+    let readAt = DispatchTime.now()
+    let gone = { (c: Connection) in !client.portExists(c.theirs) || vanished.contains(c.theirs) }
+    dropped = dropped.filter {
+      Double(readAt.uptimeNanoseconds - $0.value.uptimeNanoseconds) < Self.dropGraceSeconds * 1e9
+    }
+    for (c, _) in dropped where gone(c) {
       pending.insert(c)
+      dropped[c] = nil
+    }
+    for c in known where !now.contains(c) {
+      if gone(c) { pending.insert(c) } else if !pending.contains(c) { dropped[c] = readAt }
     }
     pending.subtract(now)
     refused.formIntersection(pending)
@@ -105,6 +121,7 @@ final class ConnectionBook {
   func restore(_ client: JackClient) {
     restoredCount = 0
     pending = []
+    dropped = [:]
     refused = []
     nextRetry = nil
     for c in known {
@@ -126,6 +143,7 @@ final class ConnectionBook {
     pending.remove(c)
     refused.remove(c)
     beforeForgetting.remove(c)
+    dropped[c] = nil
     if refused.isEmpty { nextRetry = nil }
   }
 
