@@ -135,6 +135,63 @@ extension EndToEnd {
       server.stop()
     }
 
+    /// The output's preferred target does not come back after a server restart, its fallback
+    /// does: that is a lost route like any other, so the fallback gets the output muted (the
+    /// default `--on-route-loss mute`) and hears nothing until the user unmutes. The fallback
+    /// is on the new server before LiveMic reconnects (LiveMic is stopped with SIGSTOP while the
+    /// server restarts), or appears after it did. Before the fix the reconnection connected
+    /// the fallback and ramped it up unmuted (a CI run on PipeWire heard RMS 0.21 there).
+    @Test(
+      "a target that does not come back after a server restart is a lost route: the fallback stays muted",
+      arguments: [true, false])
+    func targetGoneAfterRestart(fallbackFirst: Bool) throws {
+      let folder = Paths.temporaryFolder("reconnect-route")
+      defer { try? FileManager.default.removeItem(at: folder) }
+      let server = try JackServer(period: JackServer.takePeriod)
+      let sine = TestSignal.sine(frequencyHz: 440, amplitude: 0.3)
+      var generator = try TestClient(name: "lmgen", server: server.name, signal: sine, captureChannels: 0)
+      let speakerA = try TestClient(name: "lmspkA", server: server.name, signal: nil, captureChannels: 2)
+      var speakerB = try TestClient(name: "lmspkB", server: server.name, signal: nil, captureChannels: 2)
+      let livemic = try LiveMicProcess(
+        [
+          "-s", server.name, "-n", "lmre4", "-p", "flat", "--connect-in", "lmgen:out",
+          "--route-out", "lmspkA:in_", "--route-out", "lmspkB:in_",
+        ], guardOutput: folder.appendingPathComponent("rtguard.txt"))
+      #expect(livemic.waitForLog("latency capture-to-playback"), "\(livemic.log)")
+      #expect(waitUntil(seconds: 5) { generator.connections(of: "lmre4:out_1") == ["lmspkA:in_1"] })
+      usleep(1_200_000)  // the start-quiet ramp
+      let pid = livemic.process.processIdentifier
+      if fallbackFirst { kill(pid, SIGSTOP) }
+      try server.killAndRestart(period: JackServer.takePeriod)
+      for client in [generator, speakerA, speakerB] { client.abandon() }
+      if !fallbackFirst { #expect(livemic.waitForLog("reconnected to"), "\(livemic.log)") }
+      generator = try TestClient(name: "lmgen", server: server.name, signal: sine, captureChannels: 0)
+      speakerB = try TestClient(name: "lmspkB", server: server.name, signal: nil, captureChannels: 2)
+      if fallbackFirst { kill(pid, SIGCONT) }
+      #expect(
+        waitUntil(seconds: 10) { generator.connections(of: "lmre4:out_1") == ["lmspkB:in_1"] },
+        "\(livemic.log)")
+      #expect(livemic.waitForLog("output muted (route lost)"), "\(livemic.log)")
+      usleep(1_200_000)  // longer than a start-quiet ramp: nothing may ramp up
+      var start = speakerB.frameCount
+      try speakerB.record(frames: 4800)
+      #expect(
+        rms(speakerB.recording(channel: 0, from: start).samples[...]) == 0,
+        "the fallback is not silent: \(livemic.log)")
+      // Told to unmute: the fallback hears the voice.
+      kill(pid, SIGUSR1)
+      #expect(livemic.waitForLog("output unmuted"), "\(livemic.log)")
+      usleep(1_200_000)
+      start = speakerB.frameCount
+      try speakerB.record(frames: 4800)
+      #expect(rms(speakerB.recording(channel: 0, from: start).samples[...]) > 0.15, "\(livemic.log)")
+      #expect(livemic.interrupt() == 0)
+      RealtimeGuard.expectNothingCounted(folder.appendingPathComponent("rtguard.txt"))
+      generator.close()
+      speakerB.close()
+      server.stop()
+    }
+
     /// A restart with another buffer size and rate: processing resumes at the new size.
     @Test("restart with a different period and rate: processing resumes")
     func restartWithNewSettings() throws {

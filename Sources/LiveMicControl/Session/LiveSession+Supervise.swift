@@ -71,8 +71,15 @@ extension LiveSession {
       if supervisorState.audio.clientActive {
         book.restore(client)
         if let route {
-          if let change = route.apply(client, book: book) { report(change, direction: "output") }
-          endRouteLoss(route, client, state)  // a loss the server's end interrupted
+          let change = route.apply(client, book: book, afterServerLoss: true)
+          if let change, change.mute {
+            // The target did not come back, another did: a loss, muted before it is connected
+            // (a loss the server's end interrupted goes on into this one).
+            follow(change, route, client, state)
+          } else {
+            if let change { report(change, direction: "output") }
+            endRouteLoss(route, client, state)  // a loss the server's end interrupted
+          }
         }
         followAutoload(client, state)
         if let change = inputRoute?.apply(client, book: book) { report(change, direction: "input") }

@@ -43,6 +43,10 @@ final class RouteController {
     var cut = false
   }
   var loss: Loss?
+  /// The targets from before a server restart that were not there when LiveMic reconnected:
+  /// until the route connects something again, a move to any other target is a loss (muted
+  /// first, like a target vanishing live), and these coming back is not.
+  private var awaited: [String]?
 
   init(patterns: [String], policy: RouteLossPolicy, fixedDefault: [String] = [], isOutput: Bool = true) {
     self.patterns = patterns
@@ -116,16 +120,22 @@ final class RouteController {
   }
 
   /// Connects to the effective target at once (after a reconnection or a resume, where the
-  /// output starts quiet): the change made, with the code `restart`, if any. The targets from
+  /// output starts quiet): the change made, with the code `restart`, if any. After a server
+  /// loss (`afterServerLoss`), targets from before that are not back make a move to another
+  /// target a loss: that change is returned unmade, for the session to mute first
+  /// (`LiveSession.follow`). The targets from
   /// before that the route does not choose now (an override cleared because its ports are gone
   /// after a server restart, or a target not back yet) are forgotten by the book: the route,
   /// not the book, connects these ports, and it connects a target again when it appears.
   /// Without this the book made a cleared override's connections again beside the default when
   /// their ports came back.
   @discardableResult
-  func apply(_ client: JackClient, book: ConnectionBook) -> Change? {
+  func apply(_ client: JackClient, book: ConnectionBook, afterServerLoss: Bool = false) -> Change? {
     let before = current
     current = []  // a new or reactivated client has no connections
+    if afterServerLoss && isOutput && awaited == nil && before.contains(where: { !client.portExists($0) }) {
+      awaited = before
+    }
     let change = update(client, code: .restart, reason: "connected again after a restart or resume")
     let ours = isOutput ? client.outputPortNames : client.inputPortNames
     let now = change?.to ?? []
@@ -133,7 +143,7 @@ final class RouteController {
       book.forget(String(ours[i].split(separator: ":", maxSplits: 1).last ?? ""), old)
     }
     guard let change else { return nil }
-    commit(change, client: client, book: book)
+    if !change.mute { commit(change, client: client, book: book) }
     return change
   }
 
@@ -152,17 +162,24 @@ final class RouteController {
     let targets = Array(all.prefix(fixedDefault.count == 1 && pattern == nil ? 1 : ours))
     guard targets != current else { return nil }
     let from = current
-    let lost = !from.isEmpty && from.contains { !client.portExists($0) }
+    let lost = !from.isEmpty && from.contains { !client.portExists($0) } && explicit != .restart
+    // Targets from before a server restart still missing, and another chosen instead.
+    let notBack =
+      from.isEmpty && !targets.isEmpty
+      && awaited.map { targets != $0 && $0.contains { !client.portExists($0) } } ?? false
     let what = isOutput ? "output" : "input"
     let to = pattern.map { $0 == "override" ? "the override" : "'\($0)'" } ?? "the start connections"
     let code: Code
     let reason: String
-    if lost && explicit != .restart {
+    if lost {
       code = .lost
       reason =
         (overrideLost
           ? "the override's target disappeared (override cleared)" : "the \(what) target disappeared")
         + (targets.isEmpty ? " and nothing else of the route exists" : "; fell back to \(to)")
+    } else if notBack {
+      code = .lost
+      reason = "the \(what) target did not come back after the server restart; fell back to \(to)"
     } else if let explicit {
       (code, reason) = (explicit, explicitReason ?? explicit.rawValue)
     } else {
@@ -190,6 +207,7 @@ final class RouteController {
       )
     }
     current = Array(change.to.prefix(ours.count))
+    if !current.isEmpty { awaited = nil }
   }
 
   /// The requested route in words: the override (and the default) or the default.
