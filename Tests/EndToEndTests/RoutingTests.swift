@@ -61,9 +61,13 @@ extension EndToEnd {
       #expect(
         names.filter { $0 == "route-changed" }.count >= 2 && names.contains("muted")
           && names.contains("unmuted"), "\(names)")
-      let reasons = EventStreamTests.events(file).compactMap { $0["reason"] as? String }
+      // The loss is `lost` whichever way LiveMic saw it: the port vanishing, or (PipeWire
+      // 0.3.65's libjack reports some server errors as a shutdown, seen under load when a
+      // client closes) not back after the reconnection that follows.
+      let changes = EventStreamTests.events(file).filter { $0["event"] as? String == "route-changed" }
+      let reasons = changes.compactMap { $0["reason"] as? String }
       #expect(
-        reasons.contains { $0.contains("disappeared") } && reasons.contains { $0.contains("more preferred") },
+        changes.contains { $0["code"] as? String == "lost" } && reasons.contains { $0.contains("more preferred") },
         "\(reasons)")
       speakerB?.close()
       speakerB = nil
