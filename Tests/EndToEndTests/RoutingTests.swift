@@ -67,7 +67,8 @@ extension EndToEnd {
       let changes = EventStreamTests.events(file).filter { $0["event"] as? String == "route-changed" }
       let reasons = changes.compactMap { $0["reason"] as? String }
       #expect(
-        changes.contains { $0["code"] as? String == "lost" } && reasons.contains { $0.contains("more preferred") },
+        changes.contains { $0["code"] as? String == "lost" }
+          && reasons.contains { $0.contains("more preferred") },
         "\(reasons)")
       speakerB?.close()
       speakerB = nil
