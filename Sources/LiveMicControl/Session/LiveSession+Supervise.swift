@@ -105,6 +105,23 @@ extension LiveSession {
     }
   }
 
+  /// Whether a shutdown callback was an error, not a loss: PipeWire 0.3.65's libjack calls it
+  /// for any error the daemon reports against its core object (an "unknown resource" when a
+  /// port it was binding vanished, seen under load as another client closed), and the client
+  /// goes on working. True only when the daemon LiveMic opened still holds its connection and
+  /// the process callback still runs (two cycles within 500 ms): a daemon that died, or that
+  /// destroyed LiveMic's client, fails one of them and LiveMic reconnects.
+  private func shutdownWasAnError(_ client: JackClient, _ state: ProcessState) -> Bool {
+    guard client.daemonStillThere else { return false }
+    let cycles = state.cycles.load(ordering: .relaxed)
+    let deadline = DispatchTime.now() + .milliseconds(500)
+    while state.cycles.load(ordering: .relaxed) < cycles + 2 {
+      guard DispatchTime.now() < deadline else { return false }
+      usleep(5000)
+    }
+    return client.daemonStillThere
+  }
+
   /// Closes `dead` (when given) and opens a new client on a thread beside the request loop,
   /// answering requests meanwhile: either can take seconds on a server that is going away. Nil
   /// when the open failed, or (the thread then finishes alone) when a stop was requested.
@@ -166,7 +183,13 @@ extension LiveSession {
         watch.nextLivenessProbe = .now() + .seconds(1)
         if !client.serverAnswers() { events.serverLost.store(true, ordering: .releasing) }
       }
-      if events.serverLost.load(ordering: .acquiring) { return .serverLost }
+      if events.serverLost.load(ordering: .acquiring) {
+        guard !suspended && shutdownWasAnError(client, state) else { return .serverLost }
+        events.serverLost.store(false, ordering: .releasing)
+        Log.error(
+          "PipeWire's libjack reported a shutdown while its daemon is still there and the audio runs on "
+            + "(an error it reports that way, not a loss): LiveMic goes on")
+      }
       answerSessionSaves(client)
       recorder.superviseTapConsumers(audioRunning: !suspended)
       answerRequests(client, state)

@@ -67,6 +67,7 @@ public final class JackClient: @unchecked Sendable {
     events.bufferFrames.store(UInt32(bufferFrames), ordering: .relaxed)
     // PipeWire's libjack says "3.0.0.0 (using PipeWire 0.3.65)".
     onPipeWire = jack_get_version_string().map { String(cString: $0).contains("PipeWire") } ?? false
+    daemonConnection = pipeWireSocketPath.map(DaemonConnection.init(path:))
   }
 
   deinit { close() }
@@ -324,20 +325,29 @@ public final class JackClient: @unchecked Sendable {
     guard !active else { return }
     guard jack_activate(handle) == 0 else { throw .activation }
     active = true
-    daemonConnection = nil
   }
 
-  /// Whether a deactivated client's server is still the one it opened. PipeWire's libjack
-  /// (0.3.65) tells a deactivated client nothing when its daemon goes away (no shutdown
-  /// callback), and no libjack call is a side-effect-free round trip there (a port alias, tried
-  /// first, works once: PipeWire never removes it again). So on deactivation the client
-  /// connects to the daemon's socket itself (`PIPEWIRE_RUNTIME_DIR` or `XDG_RUNTIME_DIR`, named
-  /// after the server, or `PIPEWIRE_REMOTE`, or `pipewire-0`) and holds the connection: hung up
-  /// means the daemon this client talks to is gone, even when a new one already listens at the
-  /// same path. jackd reports the loss to deactivated clients, so there (and while active, or
-  /// when no socket path is known) this is always true. Thread: the supervisor.
+  /// Whether the server is still the one this client opened. PipeWire's libjack (0.3.65) tells
+  /// a deactivated client nothing when its daemon goes away (no shutdown callback), and calls
+  /// the shutdown callback of an active one for any error the daemon reports, not only the
+  /// daemon's loss (`daemonStillThere`); no libjack call is a side-effect-free round trip there
+  /// (a port alias, tried first, works once: PipeWire never removes it again). So on PipeWire the
+  /// client connects to the daemon's socket itself when it opens (`PIPEWIRE_RUNTIME_DIR` or
+  /// `XDG_RUNTIME_DIR`, named after the server, or `PIPEWIRE_REMOTE`, or `pipewire-0`) and holds
+  /// the connection: hung up means the daemon this client talks to is gone, even when a new one
+  /// already listens at the same path. jackd reports the loss to deactivated clients, so there
+  /// (and while active, or when no socket path is known) this is always true. Thread: the
+  /// supervisor.
   public func serverAnswers() -> Bool {
     guard onPipeWire, !active, let daemonConnection else { return true }
+    return daemonConnection.answers()
+  }
+
+  /// Whether the PipeWire daemon this client opened still holds the connection made at the
+  /// open: after a shutdown callback, false on jackd (where the callback means the loss) and
+  /// when no socket path is known. Thread: the supervisor.
+  public var daemonStillThere: Bool {
+    guard onPipeWire, let daemonConnection else { return false }
     return daemonConnection.answers()
   }
 
@@ -351,7 +361,7 @@ public final class JackClient: @unchecked Sendable {
       ?? "pipewire-0"
     return remote.hasPrefix("/") ? remote : folder + "/" + remote
   }()
-  /// Held while deactivated on PipeWire, for `serverAnswers`.
+  /// Held from the open on PipeWire, for `serverAnswers` and `daemonStillThere`.
   private var daemonConnection: DaemonConnection?
 
   /// Deactivates (the process callback stops being called).
@@ -359,7 +369,6 @@ public final class JackClient: @unchecked Sendable {
     if active {
       jack_deactivate(handle)
       active = false
-      if !closed { daemonConnection = pipeWireSocketPath.map(DaemonConnection.init(path:)) }
     }
   }
 
