@@ -116,8 +116,8 @@ extension EndToEnd {
         try runTool("pkg-config", ["--cflags", "--libs", "libpipewire-0.3"]),
         "libpipewire-0.3-dev is missing (scripts/setup --test installs it)")
       let source = Paths.root.appendingPathComponent("Tests/Support/pipewire/client-error.c").path
-      let built = try runTool(
-        "cc", ["-O1", "-Wall", "-o", tool.path, source] + flags.split(whereSeparator: \.isWhitespace).map(String.init))
+      let libraries = flags.split(whereSeparator: \.isWhitespace).map(String.init)
+      let built = try runTool("cc", ["-O1", "-Wall", "-o", tool.path, source] + libraries)
       try #require(built != nil, "cc failed to build client-error")
       let log = daemon.runtime.appendingPathComponent("livemic.txt")
       let livemic = try daemon.livemic(["-n", "lmpwerr", "-p", "flat", "--no-connect"], log: log)
