@@ -163,10 +163,13 @@ final class RouteController {
     guard targets != current else { return nil }
     let from = current
     let lost = !from.isEmpty && from.contains { !client.portExists($0) } && explicit != .restart
-    // Targets from before a server restart still missing, and another chosen instead.
+    // Targets from before a server restart still missing, and others chosen instead (none of
+    // them: a client registering its ports one by one is coming back, not lost).
     let notBack =
       from.isEmpty && !targets.isEmpty
-      && awaited.map { targets != $0 && $0.contains { !client.portExists($0) } } ?? false
+      && awaited.map { old in
+        !targets.contains(where: old.contains) && old.contains { !client.portExists($0) }
+      } ?? false
     let what = isOutput ? "output" : "input"
     let to = pattern.map { $0 == "override" ? "the override" : "'\($0)'" } ?? "the start connections"
     let code: Code
