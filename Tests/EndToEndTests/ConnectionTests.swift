@@ -82,11 +82,15 @@ extension EndToEnd {
         return jack_port_connected_to(p, "lmrecreate:in_1") != 0
       }
       #expect(waitUntil(seconds: 5, connected))
+      // The port unregistered and registered again `microseconds` later.
+      let recreate = { (microseconds: UInt32) throws in
+        jack_port_unregister(flaky, port)
+        usleep(microseconds)
+        port = try #require(register())
+      }
       for round in 0..<3 {
         // Gone and back within a few milliseconds: before LiveMic's next look at the graph.
-        jack_port_unregister(flaky, port)
-        usleep(20_000)
-        port = try #require(register())
+        try recreate(20_000)
         #expect(waitUntil(seconds: 5, connected), "round \(round): \(livemic.log)")
       }
       // A client (a NetJACK2 slave's driver) that drops its connections a moment before its
@@ -95,9 +99,7 @@ extension EndToEnd {
       // once the port vanishes.
       jack_disconnect(flaky, "lmflaky:out", "lmrecreate:in_1")
       usleep(400_000)
-      jack_port_unregister(flaky, port)
-      usleep(300_000)
-      port = try #require(register())
+      try recreate(300_000)
       #expect(waitUntil(seconds: 5, connected), "disconnected, then the port recreated: \(livemic.log)")
       // A user's disconnect is still a user's: it stays undone, also when the port is recreated
       // later (after the 2 s in which a vanishing port says its client dropped the connection).
@@ -105,9 +107,7 @@ extension EndToEnd {
       usleep(1_000_000)
       #expect(!connected(), "\(livemic.log)")
       usleep(1_500_000)
-      jack_port_unregister(flaky, port)
-      usleep(20_000)
-      port = try #require(register())
+      try recreate(20_000)
       usleep(1_000_000)
       #expect(!connected(), "\(livemic.log)")
       #expect(livemic.interrupt() == 0)

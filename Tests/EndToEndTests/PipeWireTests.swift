@@ -48,17 +48,38 @@ extension EndToEnd {
         try? FileManager.default.removeItem(at: runtime)
       }
 
-      /// Starts `livemic ARGUMENTS` under pw-jack on this daemon, its log into `log`.
-      func livemic(_ arguments: [String], log: URL) throws -> Process {
+      /// A `livemic` under pw-jack on this daemon.
+      struct LiveMicRun {
+        let process: Process
+        let log: URL
+        /// Its log so far.
+        var text: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+
+        /// Kills it (SIGKILL) if it still runs: the end of a test that failed before stopping it.
+        func killIfRunning() {
+          guard process.isRunning else { return }
+          kill(process.processIdentifier, SIGKILL)
+          process.waitUntilExit()
+        }
+      }
+
+      /// Starts `livemic ARGUMENTS` under pw-jack on this daemon, its log into `log`, and waits
+      /// (10 s) until it has started.
+      func livemic(_ arguments: [String], log: URL) throws -> LiveMicRun {
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-        let livemic = Process()
-        livemic.executableURL = URL(fileURLWithPath: "/usr/bin/pw-jack")
-        livemic.arguments = [Paths.livemic.path] + arguments
-        livemic.environment = env
-        livemic.standardOutput = FileHandle.nullDevice
-        livemic.standardError = try FileHandle(forWritingTo: log)
-        try livemic.run()
-        return livemic
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/pw-jack")
+        process.arguments = [Paths.livemic.path] + arguments
+        process.environment = env
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = try FileHandle(forWritingTo: log)
+        try process.run()
+        let run = LiveMicRun(process: process, log: log)
+        guard waitUntil(seconds: 10, { run.text.contains("latency capture-to-playback") }) else {
+          run.killIfRunning()
+          throw HarnessError("livemic did not start under pw-jack: \(run.text)")
+        }
+        return run
       }
 
       /// The cycles a running LiveMic named `name` reports (`ctl status`), -1 when it does not.
@@ -74,15 +95,9 @@ extension EndToEnd {
       defer { daemon.stop() }
       let (runtime, env) = (daemon.runtime, daemon.env)
       let log = runtime.appendingPathComponent("livemic.txt")
-      let livemic = try daemon.livemic(["-n", "lmpw", "-p", "flat", "--no-connect"], log: log)
-      defer {
-        if livemic.isRunning {
-          kill(livemic.processIdentifier, SIGKILL)
-          livemic.waitUntilExit()
-        }
-      }
-      let text = { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
-      #expect(waitUntil(seconds: 10) { text().contains("latency capture-to-playback") }, "\(text())")
+      let run = try daemon.livemic(["-n", "lmpw", "-p", "flat", "--no-connect"], log: log)
+      defer { run.killIfRunning() }
+      let (livemic, text) = (run.process, { run.text })
       let ctl = { (words: [String]) in
         try runLiveMic(["ctl", "-n", "lmpw", "--json"] + words, environment: env)
       }
@@ -120,15 +135,9 @@ extension EndToEnd {
       let built = try runTool("cc", ["-O1", "-Wall", "-o", tool.path, source] + libraries)
       try #require(built != nil, "cc failed to build client-error")
       let log = daemon.runtime.appendingPathComponent("livemic.txt")
-      let livemic = try daemon.livemic(["-n", "lmpwerr", "-p", "flat", "--no-connect"], log: log)
-      defer {
-        if livemic.isRunning {
-          kill(livemic.processIdentifier, SIGKILL)
-          livemic.waitUntilExit()
-        }
-      }
-      let text = { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
-      #expect(waitUntil(seconds: 10) { text().contains("latency capture-to-playback") }, "\(text())")
+      let run = try daemon.livemic(["-n", "lmpwerr", "-p", "flat", "--no-connect"], log: log)
+      defer { run.killIfRunning() }
+      let (livemic, text) = (run.process, { run.text })
 
       let injected = Process()
       injected.executableURL = tool
