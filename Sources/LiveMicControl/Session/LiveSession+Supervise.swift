@@ -183,9 +183,12 @@ extension LiveSession {
         watch.nextLivenessProbe = .now() + .seconds(1)
         if !client.serverAnswers() { events.serverLost.store(true, ordering: .releasing) }
       }
-      if events.serverLost.load(ordering: .acquiring) {
-        guard !suspended && shutdownWasAnError(client, state) else { return .serverLost }
-        events.serverLost.store(false, ordering: .releasing)
+      // Taken first, so a callback that comes during the check is seen at the next wake.
+      if events.serverLost.exchange(false, ordering: .acquiringAndReleasing) {
+        guard !suspended && shutdownWasAnError(client, state) else {
+          events.serverLost.store(true, ordering: .releasing)
+          return .serverLost
+        }
         Log.error(
           "PipeWire's libjack reported a shutdown while its daemon is still there and the audio runs on "
             + "(an error it reports that way, not a loss): LiveMic goes on")

@@ -2,9 +2,10 @@ import Glibc
 
 /// A connection to a server daemon's listening socket, held from a client's open: the way a
 /// client on PipeWire tells whether the daemon it talks to is still there, while suspended or
-/// after a shutdown callback (see `JackClient.serverAnswers()`, `JackClient.daemonStillThere`). The daemon's death hangs the connection up, and a daemon
-/// started again at the same path cannot hide it. (The socket file's inode could: ext4 gives a
-/// socket bound again at the same path the inode number just freed.) Thread: the supervisor.
+/// after a shutdown callback (see `JackClient.serverAnswers()`, `JackClient.daemonStillThere`).
+/// The daemon's death hangs the connection up, and a daemon started again at the same path
+/// cannot hide it. (The socket file's inode could: ext4 gives a socket bound again at the same
+/// path the inode number just freed.) Thread: the supervisor.
 public final class DaemonConnection {
   /// The socket's path.
   public let path: String
