@@ -299,9 +299,11 @@ public final class VoiceChain: @unchecked Sendable {
     }
   }
 
-  /// Copies an input into the buffers a chain runs in, made safe as `sanitize` does, in one pass:
-  /// eight frames at a time until a group has a sample beyond the limit, the rest one by one.
-  /// `inputRight` may be `inputLeft` (a mono input feeds both channels).
+  /// Copies an input into the buffers a chain runs in, made safe as `sanitize` does: copied eight
+  /// lanes at a time while each group's magnitude bits are compared with the limit's, the
+  /// verdicts or-ed together and tested once at the end; only a block with a sample beyond the
+  /// limit is copied again sample by sample. `inputRight` may be `inputLeft` (a mono input feeds
+  /// both channels).
   /// - Realtime: safe
   @inline(__always)
   public static func copySanitized(
@@ -314,11 +316,12 @@ public final class VoiceChain: @unchecked Sendable {
     let limit = SIMD8<Int32>(repeating: Int32(bitPattern: inputLimit.bitPattern))
     let (inL, inR) = (UnsafeRawPointer(inputLeft), UnsafeRawPointer(inputRight))
     let (outL, outR) = (UnsafeMutableRawPointer(left), UnsafeMutableRawPointer(right))
+    var beyond = SIMDMask<SIMD8<Int32>>(repeating: false)
     var f = 0
     if inputLeft == inputRight {
       while f &+ 8 <= frames {
         let x = inL.loadUnaligned(fromByteOffset: 4 &* f, as: SIMD8<Int32>.self)
-        if any((x & magnitude) .> limit) { break }  // the rest one by one
+        beyond .|= (x & magnitude) .> limit
         outL.storeBytes(of: x, toByteOffset: 4 &* f, as: SIMD8<Int32>.self)
         outR.storeBytes(of: x, toByteOffset: 4 &* f, as: SIMD8<Int32>.self)
         f &+= 8
@@ -327,16 +330,17 @@ public final class VoiceChain: @unchecked Sendable {
       while f &+ 8 <= frames {
         let l = inL.loadUnaligned(fromByteOffset: 4 &* f, as: SIMD8<Int32>.self)
         let r = inR.loadUnaligned(fromByteOffset: 4 &* f, as: SIMD8<Int32>.self)
-        if any(((l & magnitude) .> limit) .| ((r & magnitude) .> limit)) { break }
+        beyond .|= ((l & magnitude) .> limit) .| ((r & magnitude) .> limit)
         outL.storeBytes(of: l, toByteOffset: 4 &* f, as: SIMD8<Int32>.self)
         outR.storeBytes(of: r, toByteOffset: 4 &* f, as: SIMD8<Int32>.self)
         f &+= 8
       }
     }
+    if any(beyond) { f = 0 }  // the whole block again, one by one
     while f < frames {
       left[f] = safe(inputLeft[f])
       right[f] = safe(inputRight[f])
-      f += 1
+      f &+= 1
     }
   }
 

@@ -64,8 +64,11 @@ import Testing
     for n in [0, 1, 7, 8, 9, 16, 23, 64] {
       for at in [-1] + Array(0..<n) {
         var left = (0..<n).map { Float($0) * 0.01 - 0.3 }
-        let right = (0..<n).map { -Float($0) * 0.02 + 0.1 }
-        if at >= 0 { left[at] = specials[at % specials.count] }
+        var right = (0..<n).map { -Float($0) * 0.02 + 0.1 }
+        if at >= 0 {
+          left[at] = specials[at % specials.count]
+          right[(at + 3) % n] = specials[(at + 1) % specials.count]  // the right channel's own check
+        }
         for mono in [false, true] {
           let inRight = mono ? left : right
           var expectedLeft = left

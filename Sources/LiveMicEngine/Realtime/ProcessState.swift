@@ -156,7 +156,11 @@ public final class ProcessState: @unchecked Sendable {
   /// - Realtime: safe
   @inline(__always)
   func process(frames: jack_nframes_t) -> Int32 {
-    denormalsFlushed.store(livemic_flush_denormals() == 1, ordering: .relaxed)
+    // Stored only when it changes: the line stays shared with the threads that read it.
+    let flushed = livemic_flush_denormals() == 1
+    if denormalsFlushed.load(ordering: .relaxed) != flushed {
+      denormalsFlushed.store(flushed, ordering: .relaxed)
+    }
     guard let ports else { return 0 }
     let frameTime = client.map { jack_last_frame_time($0) }
     guard let in1 = jack_port_get_buffer(ports.input1, frames),
