@@ -116,8 +116,12 @@ import Testing
       // The third is published on another thread while the fade to the second runs here.
       let completed = Flag()
       let control = Worker { completed.set(state.slot.crossfade(to: third, running: true)) }
+      // Cycles run until the control thread is done, however late it starts (a cap on the
+      // cycles ended the loop before a control thread started late had published: it then
+      // waited out its timeout with no cycle to take the chain, 1 run in 10 under ASan).
       var cycles = 1
-      while !control.isFinished && cycles < 10_000 {
+      let deadline = DispatchTime.now() + .seconds(30)
+      while !control.isFinished && DispatchTime.now() < deadline {
         io.run(state, frames: 256)
         cycles += 1
         if cycles < 10 { #expect(E.isCurrent(second, in: state.slot), "the running fade is not cut short") }
