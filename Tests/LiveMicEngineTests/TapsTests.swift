@@ -58,14 +58,18 @@ import Testing
     var consumer: TapConsumer? = TapConsumer(tap: .output, seconds: 0.1, sampleRate: 48000)
     weak let weakConsumer = consumer
     #expect(taps.attach(consumer!))
-    let running = Flag()
+    let (running, started) = (Flag(), Flag())
     running.set()
     let audio = Worker {
       while running.value {
         taps.finishCycle()
+        started.set()
         usleep(200)
       }
     }
+    // The detach waits 500 ms for two passes: it starts once the audio thread runs, however late
+    // that thread starts.
+    while !started.value { usleep(100) }
     #expect(taps.detach(consumer!, audioRunning: true))
     consumer = nil
     #expect(weakConsumer == nil, "released after two passes")
