@@ -14,12 +14,15 @@ import sys
 
 def parse(path, binary, plugin):
     events, ob, fn, cob, cfn = [], "", "", "", ""
-    inclusive = collections.defaultdict(lambda: None)
+    positions = 1  # subpositions before a cost line's events ("positions: line", or "instr line")
+    inclusive = {}
     plugin_calls, plugin_cost = collections.Counter(), collections.Counter()
     after_calls, into_plugin = False, False
     for line in open(path, errors="replace"):
         line = line.rstrip("\n")
-        if line.startswith("events:"):
+        if line.startswith("positions:"):
+            positions = len(line.split()) - 1
+        elif line.startswith("events:"):
             events = line.split()[1:]
         elif line.startswith("ob="):
             ob = line[3:]
@@ -35,10 +38,10 @@ def parse(path, binary, plugin):
                 plugin_calls[cfn] += int(line[6:].split()[0])
         elif line[:1] in "0123456789+-*" and events:
             # A cost line: its position, then the events (trailing zeros left out).
-            values = [int(v) for v in line.split()[1:]]
+            values = [int(v) for v in line.split()[positions:]]
             values += [0] * (len(events) - len(values))
             if ob.endswith("/" + binary):
-                total = inclusive[fn] or [0] * len(events)
+                total = inclusive.get(fn, [0] * len(events))
                 inclusive[fn] = [a + b for a, b in zip(total, values)]
             if after_calls:
                 if into_plugin:
