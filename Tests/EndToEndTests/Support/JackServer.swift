@@ -83,9 +83,17 @@ final class JackServer {
       return true
     }
     if !ready {
+      // Where a server that is still running waits (gdb, where installed), before stopping it.
+      let stacks =
+        process.isRunning
+        ? "still running; its threads: "
+          + ((try? runTool(
+            "gdb", ["-p", "\(process.processIdentifier)", "-batch", "-ex", "thread apply all bt"]))
+            .flatMap { $0 } ?? "(gdb unavailable)")
+        : "exited with status \(process.terminationStatus)"
       stop()
       let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
-      throw HarnessError("\(label) '\(name)' did not accept clients within 10 s: \(text)")
+      throw HarnessError("\(label) '\(name)' did not accept clients within 10 s (\(stacks)): \(text)")
     }
     if TestBackend.isPipeWire { systemPorts = try SystemPorts(server: name) }
   }

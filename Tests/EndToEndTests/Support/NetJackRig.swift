@@ -49,7 +49,9 @@ final class NetJackRig {
     masterName = "lmnetmaster\(id)"
     slaveName = "lmnetslave\(id)"
     slaveClient = "lmnetlink\(id)"
-    udpPort = 20000 + Int(getpid()) % 900 * 10 + n % 10
+    // 21000-29999: apart from the OSC tests' ports (17000-20999), since scripts/e2e runs suites
+    // in several test processes at once.
+    udpPort = 21000 + Int(getpid()) % 900 * 10 + n % 10
     self.period = period
     self.networkLatency = networkLatency
     folder = Paths.temporaryFolder("netjack")
