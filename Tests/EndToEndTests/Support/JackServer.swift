@@ -89,7 +89,7 @@ final class JackServer {
         ? "still running; its threads: "
           + ((try? runTool(
             "gdb", ["-p", "\(process.processIdentifier)", "-batch", "-ex", "thread apply all bt"]))
-            .flatMap { $0 } ?? "(gdb unavailable)")
+            ?? "(gdb unavailable)")
         : "exited with status \(process.terminationStatus)"
       stop()
       let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
