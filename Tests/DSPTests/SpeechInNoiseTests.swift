@@ -74,7 +74,7 @@ import Testing
     let (before, after, _) = Speech.denoised(T.chain("denoise"), noisy: noisy, clean: clean, lead: lead)
     T.measured(
       "denoise, \(kind) noise at \(Int(snr)) dB SNR: SI-SDR "
-        + String(format: "%.2f → %.2f dB (%+.2f)", before, after, after - before))
+        + String(format: "%.2f → %.2f dB (%+.3f)", before, after, after - before))
     return (before, after)
   }
 
@@ -100,33 +100,10 @@ import Testing
     let speech = try #require(Speech.samples, "espeak-ng and sox make the voice (scripts/setup --test)")
     for snr in [0.0, 5, 10] {
       let (before, after) = try Self.siSDR(kind, snr: snr, speech: speech)
-      guard kind == "short bursts" else {
-        #expect(after >= before, "\(kind) at \(snr) dB SNR: SI-SDR \(before) → \(after) dB")
-        continue
-      }
-      // Short bursts, measured 2026-12-03. Before `StaleEstimate`: pink bursts (250 ms in 750)
-      // -0.07 / -0.04 / -0.01 dB, white bursts (100 ms in 400) -0.05 / -0.06 / -0.12 dB: speexdsp
-      // learns the lead's bursts as noise in its fast start (minima over 75 ms for 0.5 s) and that
-      // estimate falls slowly, taking the speech after each burst down by up to 2% (the output
-      // fitted as a·speech + b·noise region by region). With it (the estimate distrusted while a
-      // frame of the last 0.5 s was quieter than it allows): +0.00 / +0.01 / -0.0002 and
-      // -0.014 / -0.013 / -0.012 dB; long bursts (1 s in 2) keep +0.63 / +0.63 / +0.52 of their
-      // +1.17 / +1.20 / +1.07 dB. A 1 s window made both kinds of short bursts +0.00 but lost all
-      // of the long bursts' gain (-0.01 / -0.02 / -0.05 dB): after a gap it distrusts noise that
-      // has come back for a second. Not kept, each measured (session 13): a renewed estimate's
-      // evidence forgotten (long bursts back to +0.7, short bursts -0.06 again), a slower trust
-      // (noise after a held note only 14.4 dB down, under the 15 dB floor). Session 11 (speexdsp's
-      // estimate updated more often, gated several ways) and session 12 (speexdsp warmed up at
-      // `prepare`: stationary mean 5.56 -> 3.74 dB) are in docs/voice.md. Session 14 added the
-      // empty-bin test (noise that stops under a voice without gaps): pink bursts now never
-      // worse (strict above), white bursts -0.012 / -0.011 / -0.006 dB, long bursts +0.65 /
-      // +0.73 / +0.76, two other talkers +0.04 / +0.09 / +0.17. Not met, within 0.02 dB.
-      withKnownIssue(
-        "denoise leaves speech in short bursts of noise up to 0.02 dB worse (SI-SDR)", isIntermittent: true
-      ) {
-        #expect(after >= before, "\(kind) at \(snr) dB SNR: SI-SDR \(before) → \(after) dB")
-      }
-      #expect(after >= before - 0.03, "\(kind) at \(snr) dB SNR: SI-SDR \(before) → \(after) dB")
+      // Short bursts (white, 100 ms in 400), 2026-12-05: -0.012 / -0.011 / -0.006 dB until
+      // `BurstGuard` (speexdsp took next to nothing out of the bursts, and the speech after them
+      // lost a little to its estimate); +0.04 / +0.14 / +0.23 dB with it (docs/voice.md).
+      #expect(after >= before, "\(kind) at \(snr) dB SNR: SI-SDR \(before) → \(after) dB")
     }
   }
 }

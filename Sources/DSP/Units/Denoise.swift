@@ -54,6 +54,10 @@ public struct Denoise: VoiceUnit {
   /// synthesis) on top of the FIFO's frame: 5 ms frames make 10 ms of latency.
   public static let frameMilliseconds = 5.0
 
+  /// How far down a short burst (`BurstGuard`) is given to speexdsp, whose output is raised as
+  /// much (20 dB).
+  static let burstScale: Float = 0.1
+
   /// Two frames: the FIFO's and the preprocessor's own.
   public var latencyFrames: Int { 2 * (engine?.buffers.frame ?? 0) }
 
@@ -78,7 +82,8 @@ public struct Denoise: VoiceUnit {
     let keepHeld = p.current(1) >= 0.5
     let buffers = engine.buffers
     buffers.run(block) { _ in
-      engine.step(held: engine.guardian.feed(buffers.pending, count: buffers.frame) && keepHeld)
+      let burst = engine.bursts.isBurst(buffers.pending, count: buffers.frame)
+      engine.step(held: engine.guardian.feed(buffers.pending, count: buffers.frame) && keepHeld, burst: burst)
     }
   }
 
@@ -107,6 +112,12 @@ public struct Denoise: VoiceUnit {
     let removal: RemovalLimit
     /// Watches speexdsp's noise estimate against the input's recent floor.
     let staleness: StaleEstimate
+    /// Tells short broadband bursts, given to speexdsp `burstScale` down.
+    let bursts: BurstGuard
+    /// The scale speexdsp's input had at the end of the last frame, and at its start: the last
+    /// frame's ramp, which its output (a frame later) is divided by.
+    private var scaleEnd: Float = 1
+    private var scaleStart: Float = 1
 
     init(frame: Int, sampleRate: Int32) {
       buffers = SpeexFrameBuffers(frame: frame)
@@ -114,6 +125,7 @@ public struct Denoise: VoiceUnit {
       lowBand = LowBandGate(frame: frame, sampleRate: Double(sampleRate))
       releaseFrames = max(Int(0.4 * Double(sampleRate) / Double(frame)), 1)
       removal = RemovalLimit(frame: frame, sampleRate: Double(sampleRate))
+      bursts = BurstGuard(frame: frame, sampleRate: Double(sampleRate))
       lastPending = .allocate(capacity: frame)
       lastPending.initialize(repeating: 0, count: frame)
       state = speex_preprocess_state_init(Int32(frame), sampleRate)
@@ -142,6 +154,8 @@ public struct Denoise: VoiceUnit {
       lowBand.reset()
       removal.reset()
       staleness.reset()
+      bursts.reset()
+      (scaleStart, scaleEnd) = (1, 1)
       lastPending.update(repeating: 0, count: buffers.frame)
       (aside, framesSinceHeld) = (false, Int.max)
     }
@@ -157,12 +171,13 @@ public struct Denoise: VoiceUnit {
     /// Turns the full `pending` frame into the next `ready` frame: speexdsp's output, or, while
     /// a held sound goes on (`held`, and `releaseFrames` after), the previous input frame;
     /// crossfaded over a frame at each change. speexdsp runs on every frame either way, so its
-    /// state and noise estimate follow the input as they always did.
+    /// state and noise estimate follow the input as they always did; a frame of a short burst
+    /// (`burst`) it gets `burstScale` down, the scale ramping over a frame.
     /// - Realtime: safe
-    func step(held: Bool) {
+    func step(held: Bool, burst: Bool = false) {
       framesSinceHeld = held ? 0 : (framesSinceHeld == Int.max ? Int.max : framesSinceHeld + 1)
       let wantAside = framesSinceHeld <= releaseFrames
-      runSpeex()
+      runSpeex(scaleGoal: burst ? Denoise.burstScale : 1)
       let ready = buffers.ready
       let trust = staleness.smoothedTrust()
       removal.limit(ready, input: lastPending, newest: buffers.pending, trust: trust)
@@ -177,13 +192,31 @@ public struct Denoise: VoiceUnit {
       lastPending.update(from: buffers.pending, count: buffers.frame)
     }
 
-    /// One frame through speexdsp into `ready`.
+    /// One frame through speexdsp into `ready`, its input scaled from the last frame's end
+    /// scale to `scaleGoal` (linearly) and its output, which is the previous frame's, divided by
+    /// that frame's scale.
     /// - Realtime: safe
     @inline(__always)
-    private func runSpeex() {
-      buffers.pendingToNear()
+    private func runSpeex(scaleGoal: Float) {
+      let frame = buffers.frame
+      let (start, end) = (scaleEnd, scaleGoal)
+      if start == 1 && end == 1 {
+        buffers.pendingToNear()
+      } else {
+        let step = (end - start) / Float(frame)
+        for i in 0..<frame {
+          buffers.near[i] = SpeexFrames.toInt16(buffers.pending[i] * (start + step * Float(i + 1)))
+        }
+      }
       _ = speex_preprocess_run(state, buffers.near)
       buffers.setReady(from: buffers.near)
+      let (lastStart, lastEnd) = (scaleStart, scaleEnd)
+      if lastStart != 1 || lastEnd != 1 {
+        let ready = buffers.ready
+        let step = (lastEnd - lastStart) / Float(frame)
+        for i in 0..<frame { ready[i] /= lastStart + step * Float(i + 1) }
+      }
+      (scaleStart, scaleEnd) = (start, end)
     }
 
     /// `ready` = `from` fading out into `to` over the frame (linear; either may be `ready`).
