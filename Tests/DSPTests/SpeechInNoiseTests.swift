@@ -102,7 +102,7 @@ import Testing
       let (before, after) = try Self.siSDR(kind, snr: snr, speech: speech)
       // Short bursts (white, 100 ms in 400), 2026-12-05: -0.012 / -0.011 / -0.006 dB until
       // `BurstGuard` (speexdsp took next to nothing out of the bursts, and the speech after them
-      // lost a little to its estimate); +0.04 / +0.14 / +0.23 dB with it (docs/voice.md).
+      // lost a little to its estimate); +0.07 / +0.19 / +0.26 dB with it (docs/voice.md).
       #expect(after >= before, "\(kind) at \(snr) dB SNR: SI-SDR \(before) → \(after) dB")
     }
   }

@@ -5,19 +5,23 @@
 /// next to nothing out of such bursts, while the speech after them lost a little to its estimate
 /// all the same, so short bursts of white noise left speech up to 0.012 dB of SI-SDR worse than
 /// the noisy input (docs/voice.md). The denoiser gives a frame this guard calls a burst to
-/// speexdsp `Denoise.burstScale` (20 dB) down and raises speexdsp's output by as much: speexdsp
-/// weighs the burst against its steady-noise estimate raised 20 dB, takes out the part of it that
-/// estimate's shape covers, and learns a hundredth of its power at most.
+/// speexdsp `Denoise.burstScale` (26 dB) down and raises speexdsp's output by as much: speexdsp
+/// weighs the burst against its steady-noise estimate raised 26 dB, takes out the part of it that
+/// estimate's shape covers, and learns a four-hundredth of its power at most.
 ///
 /// A burst is broadband and sudden: the frame's power above `crossoverHz` (a 4th-order
 /// Butterworth high-pass) is at least `share` of the frame's whole power (white noise holds half
 /// of its power there, pink noise a tenth, a voice's sibilants less), and `ratio` times that
-/// band's floor (its quietest frame of the last `floorSeconds`). And it is short: a frame counts
-/// only while such frames have followed each other for at most `maxSeconds`; noise that lasts
-/// longer is speexdsp's to learn. Steady noise of any colour never passes (its upper band stays
-/// at its floor), nor do voices and the band of their sibilants (under the share); below
-/// `minimumPower` in the band (−60 dBFS) nothing counts, since raising speexdsp's output 20 dB
-/// raises its 16-bit rounding as much.
+/// band's floor (its quietest frame of the last `floorSeconds`). It holds: a frame counts from
+/// the fifth such frame in a row (`settleFrames`), while the band keeps `keep` of its power of
+/// three frames before, so percussion that dies away (a hi-hat, a clap) never counts. And it is
+/// short: only while such frames have followed each other for at most `maxSeconds`; noise that
+/// lasts longer is speexdsp's to learn. Steady noise of any colour never passes (its upper band
+/// stays at its floor), nor do voices and the band of their sibilants (under the share); below
+/// `minimumPower` in the band (−60 dBFS) nothing counts, since raising speexdsp's output 26 dB
+/// raises its 16-bit rounding as much (to about −69 dBFS). What does count besides a hiss: a
+/// cymbal's crash, whose first 150 ms speexdsp then takes down like a burst (its first half second
+/// 0.41 dB down in all, 0.11 dB before; `BurstGuardTests`).
 ///
 /// Thread: created off the audio thread; `isBurst` on the audio thread.
 final class BurstGuard {
@@ -25,8 +29,13 @@ final class BurstGuard {
   static let share: Float = 0.2
   static let ratio: Float = 30
   static let floorSeconds = 1.0
-  static let maxSeconds = 0.3
+  static let maxSeconds = 0.15
   static let minimumPower: Float = 1e-6
+  /// A burst counts from its fifth frame on, while the band's power in this frame and the one
+  /// before holds `keep` of its power three frames before those (two frames each, so that one
+  /// frame's chance does not decide): a hit that dies away (a drum, a hi-hat, a clap) never does.
+  static let settleFrames = 4
+  static let keep: Float = 0.7
 
   private let c: BiquadCoefficients
   /// The high-pass's two sections' states: x1, x2, y1, y2 of the first, then of the second.
@@ -39,6 +48,8 @@ final class BurstGuard {
   private var next = 0
   /// How many frames in a row have passed the band test.
   private var loudFrames = 0
+  /// The band's power in the last frames (newest first).
+  private var recent = SIMD4<Float>(repeating: 0)
 
   init(frame: Int, sampleRate: Double) {
     c = .highPass(frequencyHz: Self.crossoverHz, q: 0.5.squareRoot(), sampleRate: sampleRate)
@@ -54,7 +65,7 @@ final class BurstGuard {
   /// - Realtime: safe
   func reset() {
     powers.update(repeating: .greatestFiniteMagnitude, count: windowFrames)
-    (next, loudFrames, state) = (0, 0, SIMD8(repeating: 0))
+    (next, loudFrames, state, recent) = (0, 0, SIMD8(repeating: 0), SIMD4(repeating: 0))
   }
 
   /// Whether the frame of `count` samples is part of a short broadband burst; call once a frame,
@@ -78,8 +89,13 @@ final class BurstGuard {
     let power = band / Float(max(count, 1))
     powers[next] = power
     next = next + 1 == windowFrames ? 0 : next + 1
-    let loud = power > Self.minimumPower && power > Self.ratio * floor && band >= Self.share * whole
+    // The band alone says how long a burst has lasted; a loud vowel over it (the share) only
+    // keeps that frame from counting.
+    let loud = power > Self.minimumPower && power > Self.ratio * floor
     loudFrames = loud ? min(loudFrames + 1, maxFrames + 1) : 0
-    return loud && loudFrames <= maxFrames
+    let holds = power + recent[0] >= Self.keep * (recent[2] + recent[3])
+    recent = SIMD4(power, recent[0], recent[1], recent[2])
+    return loud && band >= Self.share * whole && loudFrames > Self.settleFrames && holds
+      && loudFrames <= maxFrames
   }
 }

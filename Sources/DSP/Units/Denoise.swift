@@ -28,9 +28,9 @@ import CSpeexDSP
 ///
 /// Short bursts: a click, a clap or 100 ms of hiss is over before speexdsp has learnt it, so it
 /// took next to nothing out of them. A frame `BurstGuard` calls a burst (broadband, sudden,
-/// short) goes to speexdsp `burstScale` (20 dB) down and its output comes back up as much:
-/// speexdsp weighs it against its estimate raised 20 dB and takes out what that covers (short
-/// bursts of white noise: SI-SDR −0.012 → +0.039 dB against the noisy input at 0 dB SNR).
+/// short) goes to speexdsp `burstScale` (26 dB) down and its output comes back up as much:
+/// speexdsp weighs it against its estimate raised 26 dB and takes out what that covers (short
+/// bursts of white noise: SI-SDR −0.012 → +0.069 dB against the noisy input at 0 dB SNR).
 ///
 /// Below 300 Hz speexdsp's 100 Hz bins leave steady noise only 5–13 dB down; a `LowBandGate`
 /// after it takes that band down by up to `suppression_db` − 5 dB more while the input holds
@@ -61,8 +61,8 @@ public struct Denoise: VoiceUnit {
   public static let frameMilliseconds = 5.0
 
   /// How far down a short burst (`BurstGuard`) is given to speexdsp, whose output is raised as
-  /// much (20 dB).
-  static let burstScale: Float = 0.1
+  /// much (26 dB).
+  static let burstScale: Float = 0.05
 
   /// Two frames: the FIFO's and the preprocessor's own.
   public var latencyFrames: Int { 2 * (engine?.buffers.frame ?? 0) }
