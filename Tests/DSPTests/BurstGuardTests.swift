@@ -22,33 +22,30 @@ import Testing
     }
   }
 
+  /// `x` through one biquad section (direct form I).
+  static func filtered(_ x: [Float], _ c: BiquadCoefficients) -> [Float] {
+    var (x1, x2, y1, y2): (Float, Float, Float, Float) = (0, 0, 0, 0)
+    return x.map { v in
+      let y = c.b0 * v + c.b1 * x1 + c.b2 * x2 - c.a1 * y1 - c.a2 * y2
+      (x2, x1, y2, y1) = (x1, v, y1, y)
+      return y
+    }
+  }
+
   /// Hits of high-passed (6 kHz) white noise every `period` frames, dying away with time
   /// constant `decay` seconds, from `amplitude` peak: a hi-hat (40 ms) or a cymbal's crash (1 s).
   static func hits(frames: Int, period: Int, decay: Double, amplitude: Float) -> [Float] {
     let c = BiquadCoefficients.highPass(frequencyHz: 6_000, q: 0.5.squareRoot(), sampleRate: rate)
-    var x = T.noise(frames: frames, amplitude: 1, seed: 77)
-    var (x1, x2, y1, y2): (Float, Float, Float, Float) = (0, 0, 0, 0)
-    for i in x.indices {
-      let y = c.b0 * x[i] + c.b1 * x1 + c.b2 * x2 - c.a1 * y1 - c.a2 * y2
-      (x2, x1, y2, y1) = (x1, x[i], y1, y)
-      x[i] = y * amplitude * Float(exp(-Double(i % period) / rate / decay))
+    return filtered(T.noise(frames: frames, amplitude: 1, seed: 77), c).enumerated().map { i, y in
+      y * amplitude * Float(exp(-Double(i % period) / rate / decay))
     }
-    return x
   }
 
   /// A hiss like a voice's /s/: white noise through two band-passes at `hz` (Q 1), in 150 ms
   /// pieces every 600 ms (10 ms ramps), at `amplitude` peak.
   static func sibilants(frames: Int, hz: Double, amplitude: Float) -> [Float] {
     let c = BiquadCoefficients.bandPass(frequencyHz: hz, q: 1, sampleRate: rate)
-    var x = T.noise(frames: frames, amplitude: 1, seed: 31)
-    for _ in 0..<2 {
-      var (x1, x2, y1, y2): (Float, Float, Float, Float) = (0, 0, 0, 0)
-      for i in x.indices {
-        let y = c.b0 * x[i] + c.b1 * x1 + c.b2 * x2 - c.a1 * y1 - c.a2 * y2
-        (x2, x1, y2, y1) = (x1, x[i], y1, y)
-        x[i] = y
-      }
-    }
+    let x = filtered(filtered(T.noise(frames: frames, amplitude: 1, seed: 31), c), c)
     let peak = max(T.peak(x), 1e-9)
     return x.enumerated().map { i, v in
       let phase = i % 28_800  // 150 ms every 600 ms, 10 ms ramps
