@@ -40,12 +40,9 @@ final class BurstGuard {
   private let c: BiquadCoefficients
   /// The high-pass's two sections' states: x1, x2, y1, y2 of the first, then of the second.
   private var state = SIMD8<Float>(repeating: 0)
-  /// The band's mean power per frame, a ring of `windowFrames` (`.greatestFiniteMagnitude`:
-  /// nothing heard yet).
-  private let powers: UnsafeMutablePointer<Float>
-  let windowFrames: Int
+  /// The band's mean power per frame over the last `floorSeconds`.
+  private var powers: WindowMinimum
   let maxFrames: Int
-  private var next = 0
   /// How many frames in a row have passed the band test.
   private var loudFrames = 0
   /// The band's power in the last frames (newest first).
@@ -53,19 +50,15 @@ final class BurstGuard {
 
   init(frame: Int, sampleRate: Double) {
     c = .highPass(frequencyHz: Self.crossoverHz, q: 0.5.squareRoot(), sampleRate: sampleRate)
-    windowFrames = max(Int(Self.floorSeconds * sampleRate / Double(frame)), 1)
+    powers = WindowMinimum(count: Int(Self.floorSeconds * sampleRate / Double(frame)))
     maxFrames = max(Int(Self.maxSeconds * sampleRate / Double(frame)), 1)
-    powers = .allocate(capacity: windowFrames)
-    powers.initialize(repeating: .greatestFiniteMagnitude, count: windowFrames)
   }
-
-  deinit { powers.deallocate() }
 
   /// Forgets the floor and the filter's state.
   /// - Realtime: safe
   func reset() {
-    powers.update(repeating: .greatestFiniteMagnitude, count: windowFrames)
-    (next, loudFrames, state, recent) = (0, 0, SIMD8(repeating: 0), SIMD4(repeating: 0))
+    powers.reset()
+    (loudFrames, state, recent) = (0, SIMD8(repeating: 0), SIMD4(repeating: 0))
   }
 
   /// Whether the frame of `count` samples is part of a short broadband burst; call once a frame,
@@ -84,11 +77,11 @@ final class BurstGuard {
       whole += x * x
     }
     state = s
-    var floor = Float.greatestFiniteMagnitude
-    for i in 0..<windowFrames { floor = min(floor, powers[i]) }
     let power = band / Float(max(count, 1))
-    powers[next] = power
-    next = next + 1 == windowFrames ? 0 : next + 1
+    // The floor with this frame in it: were it the quietest, it could not stand 30 times above it
+    // either way.
+    powers.push(power)
+    let floor = powers.minimum
     // The band alone says how long a burst has lasted; a loud vowel over it (the share) only
     // keeps that frame from counting.
     let loud = power > Self.minimumPower && power > Self.ratio * floor

@@ -4,7 +4,7 @@ import Foundation
 /// Keeps speexdsp from taking out more than the noise a frame can hold. speexdsp's noise
 /// estimate falls slowly (3% a 5 ms frame), so after a burst of noise it goes on taking the
 /// speech down with noise that is gone. This tracks the input's floor instead, the quietest
-/// frame of the last `windowFrames` (noise never goes below its floor; speech has gaps), and
+/// frame of the last 200 ms (noise never goes below its floor; speech has gaps), and
 /// when what speexdsp removed from a frame holds more than `allowance` times that floor's
 /// energy, gives back the excess: the removed part is scaled down to that energy (the gain
 /// moving linearly over the frame). In steady noise the floor is the noise's own quiet end and
@@ -13,10 +13,8 @@ import Foundation
 /// Thread: created off the audio thread; used on it.
 final class RemovalLimit {
   let frame: Int
-  /// Frame energies of the input, a ring of `windowFrames`.
-  private let energies: UnsafeMutablePointer<Float>
-  let windowFrames: Int
-  private var next = 0
+  /// Frame energies of the input over the last 200 ms.
+  private var energies: WindowMinimum
   /// The share of the removed part kept at the end of the previous frame (1: all of it).
   private var kept: Float = 1
   /// How many times the floor's energy a frame may lose.
@@ -24,17 +22,13 @@ final class RemovalLimit {
 
   init(frame: Int, sampleRate: Double) {
     self.frame = frame
-    windowFrames = max(Int(0.2 * sampleRate / Double(frame)), 1)
-    energies = .allocate(capacity: windowFrames)
-    energies.initialize(repeating: .greatestFiniteMagnitude, count: windowFrames)
+    energies = WindowMinimum(count: Int(0.2 * sampleRate / Double(frame)))
   }
-
-  deinit { energies.deallocate() }
 
   /// - Realtime: safe
   func reset() {
-    energies.update(repeating: .greatestFiniteMagnitude, count: windowFrames)
-    (next, kept) = (0, 1)
+    energies.reset()
+    kept = 1
   }
 
   /// Notes the newest input frame's energy, then limits what `output` lost against `input`
@@ -46,10 +40,8 @@ final class RemovalLimit {
   ) {
     var e: Float = 0
     for i in 0..<frame { e += newest[i] * newest[i] }
-    energies[next] = e
-    next = next + 1 == windowFrames ? 0 : next + 1
-    var floor = Float.greatestFiniteMagnitude
-    for i in 0..<windowFrames { floor = min(floor, energies[i]) }
+    energies.push(e)
+    let floor = energies.minimum
     var removed: Float = 0
     for i in 0..<frame {
       let d = input[i] - output[i]
@@ -130,10 +122,9 @@ final class StaleEstimate {
   private let bins: Int
   private let noise: UnsafeMutablePointer<Int32>
   private let power: UnsafeMutablePointer<Int32>
-  /// Frame powers, a ring of `windowFrames` (`.greatestFiniteMagnitude`: no evidence).
-  private let floors: UnsafeMutablePointer<Float>
+  /// Frame powers over the last `windowFrames` (`.greatestFiniteMagnitude`: no evidence).
+  private var floors: WindowMinimum
   let windowFrames: Int
-  private var next = 0
   private var framesSeen = 0
   /// The estimate-to-floor ratio at which trust starts to fall, by log2(k).
   private let thresholds: UnsafeMutablePointer<Float>
@@ -151,8 +142,7 @@ final class StaleEstimate {
     power = .allocate(capacity: bins)
     power.initialize(repeating: 0, count: bins)
     windowFrames = max(Int(Self.windowSeconds * sampleRate / Double(frame)), 1)
-    floors = .allocate(capacity: windowFrames)
-    floors.initialize(repeating: .greatestFiniteMagnitude, count: windowFrames)
+    floors = WindowMinimum(count: windowFrames)
     thresholds = .allocate(capacity: Self.entries)
     let p = Self.falseAlarm / Double(windowFrames)
     for j in 0..<Self.entries {
@@ -164,15 +154,14 @@ final class StaleEstimate {
   deinit {
     noise.deallocate()
     power.deallocate()
-    floors.deallocate()
     thresholds.deallocate()
   }
 
   /// Forgets the floor (the estimate's trust stays).
   /// - Realtime: safe
   func reset() {
-    floors.update(repeating: .greatestFiniteMagnitude, count: windowFrames)
-    (next, framesSeen) = (0, 0)
+    floors.reset()
+    framesSeen = 0
   }
 
   /// How much of what speexdsp removed from the frame it just ran to keep (0...1); call once a
@@ -208,16 +197,13 @@ final class StaleEstimate {
     }
     // speexdsp's first analysis window is half zeros: no evidence of the input's floor.
     let evidence = framesSeen >= 2
-    floors[next] = evidence ? p : .greatestFiniteMagnitude
+    floors.push(evidence ? p : .greatestFiniteMagnitude)
     framesSeen = min(framesSeen + 1, 2)
-    next = next + 1 == windowFrames ? 0 : next + 1
     if evidence, readable >= Self.readableBins, Float(empty) > Self.emptyFraction * Float(readable) {
       return 0
     }
     guard n >= Self.unitsPerBin * Float(bins - 1) else { return nil }
-    var floor = Float.greatestFiniteMagnitude
-    for i in 0..<windowFrames { floor = min(floor, floors[i]) }
-    let ratio = n / max(floor, 1)
+    let ratio = n / max(floors.minimum, 1)
     let degrees = max(n * n / max(n2, 1), 1)
     let position = min(log2f(degrees) * Float(Self.perOctave), Float(Self.entries - 1))
     let j = Int(position)
