@@ -293,6 +293,61 @@ extension EndToEnd {
       Self.finish(rig)
     }
 
+    /// A test plugin's bundle (`Tests/Support/SOURCE`: manifest.ttl, BINARY.ttl, BINARY.c),
+    /// built into `folder` with the system's C compiler.
+    static func buildBundle(_ source: String, binary: String, in folder: URL) throws -> URL {
+      let sources = Paths.root.appendingPathComponent("Tests/Support/\(source)")
+      let bundle = folder.appendingPathComponent("\(binary).lv2")
+      try FileManager.default.createDirectory(at: bundle, withIntermediateDirectories: true)
+      for file in ["manifest.ttl", "\(binary).ttl"] {
+        try FileManager.default.copyItem(
+          at: sources.appendingPathComponent(file), to: bundle.appendingPathComponent(file))
+      }
+      let built = try runTool(
+        "cc",
+        [
+          "-shared", "-fPIC", "-o", bundle.appendingPathComponent("\(binary).so").path,
+          sources.appendingPathComponent("\(binary).c").path,
+        ])
+      try #require(built != nil, "cc failed to build the test plugin \(source)")
+      return bundle
+    }
+
+    @Test(
+      "plugins broken in place (lv2:inPlaceBroken) get buffers of their own: a mono one run once, a stereo one, a mono one run twice; exact output, guard zero"
+    )
+    func inPlaceBrokenPluginsGetTheirOwnBuffers() throws {
+      // Tests/Support/lv2-separate: each clears its outputs before it adds its inputs in, so
+      // given one buffer for an input and an output it is silent. The mono one halves its
+      // input; the stereo one halves the left and quarters the right (exact in floats).
+      let folder = Paths.temporaryFolder("lv2separate")
+      defer { try? FileManager.default.removeItem(at: folder) }
+      _ = try Self.buildBundle("lv2-separate", binary: "separate", in: folder)
+      let (mono, stereo) = ("urn:livemic:test:separate-mono", "urn:livemic:test:separate-stereo")
+      let environment = ["LV2_PATH": folder.path + ":/usr/lib/lv2"]
+      // On a mono input the mono plugin alone runs once (its output copied to the right); after
+      // the stereo plugin the channels differ, so it runs as two instances.
+      let cases: [(plugins: [String], left: Float, right: Float)] = [
+        ([mono], 0.5, 0.5), ([stereo, mono], 0.25, 0.125),
+      ]
+      for (n, chain) in cases.enumerated() {
+        let counters = folder.appendingPathComponent("rtguard-\(n).txt")
+        let rig = try LiveAudioTests.rig(
+          ["-p", "flat"] + chain.plugins.flatMap { ["--plugin", $0] }, signal: .frameCode, period: Self.period,
+          guardOutput: counters, environment: environment)
+        #expect(!rig.3.log.contains("left out"), "\(rig.3.log)")
+        let (_, direct, left, right) = try Self.recordAfterRamp(rig, frames: 9600)
+        let wrong = (0..<direct.count).filter {
+          left[$0] != direct[$0] * chain.left || right[$0] != direct[$0] * chain.right
+        }
+        #expect(
+          wrong.isEmpty && rms(direct[...]) > 0.01,
+          "\(chain.plugins): \(wrong.count) of \(direct.count) samples wrong (silent when it runs in place)")
+        Self.finish(rig)
+        RealtimeGuard.expectNothingCounted(counters)
+      }
+    }
+
     /// A bundle holding one 1-in/1-out plugin that requires `requiredFeature` (no binary:
     /// LiveMic refuses it before instantiating).
     static func writeBundle(in folder: URL, uri: String, requiredFeature: String) throws {

@@ -8,31 +8,12 @@ extension EndToEnd {
   struct ModeFallbackTests {
     static let refuse = "urn:livemic:test:refuse"
 
-    /// The test plugin's bundle, built into `folder`.
-    static func bundle(in folder: URL) throws -> URL {
-      let source = Paths.root.appendingPathComponent("Tests/Support/lv2-refuse")
-      let bundle = folder.appendingPathComponent("refuse.lv2")
-      try FileManager.default.createDirectory(at: bundle, withIntermediateDirectories: true)
-      for file in ["manifest.ttl", "refuse.ttl"] {
-        try FileManager.default.copyItem(
-          at: source.appendingPathComponent(file), to: bundle.appendingPathComponent(file))
-      }
-      let built = try runTool(
-        "cc",
-        [
-          "-shared", "-fPIC", "-o", bundle.appendingPathComponent("refuse.so").path,
-          source.appendingPathComponent("refuse.c").path,
-        ])
-      try #require(built != nil, "cc failed to build the test plugin")
-      return bundle
-    }
-
     @Test(
       "denoise in mode automatic: the plugin fails to instantiate, the built-in unit runs, status says why")
     func fallsBackToTheBuiltinUnit() throws {
       let folder = Paths.temporaryFolder("fallback")
       defer { try? FileManager.default.removeItem(at: folder) }
-      let bundle = try Self.bundle(in: folder)
+      let bundle = try LV2Tests.buildBundle("lv2-refuse", binary: "refuse", in: folder)
       let lv2Path = [
         bundle.deletingLastPathComponent().path, ProcessInfo.processInfo.environment["LV2_PATH"],
       ]
