@@ -333,8 +333,8 @@ extension EndToEnd {
       for (n, chain) in cases.enumerated() {
         let counters = folder.appendingPathComponent("rtguard-\(n).txt")
         let rig = try LiveAudioTests.rig(
-          ["-p", "flat"] + chain.plugins.flatMap { ["--plugin", $0] }, signal: .frameCode, period: Self.period,
-          guardOutput: counters, environment: environment)
+          ["-p", "flat"] + chain.plugins.flatMap { ["--plugin", $0] }, signal: .frameCode,
+          period: Self.period, guardOutput: counters, environment: environment)
         #expect(!rig.3.log.contains("left out"), "\(rig.3.log)")
         let (_, direct, left, right) = try Self.recordAfterRamp(rig, frames: 9600)
         let wrong = (0..<direct.count).filter {
