@@ -138,6 +138,77 @@ extension EndToEnd {
       #expect(livemic.interrupt() == 0)
     }
 
+    @Test(
+      "livemic ctl events prints each event, ctl meters a meter line about 20 times a second; both end when LiveMic stops (status 1); OSC event subscribers get /livemic/event"
+    )
+    func followingCommands() throws {
+      let folder = Paths.temporaryFolder("follow")
+      defer { try? FileManager.default.removeItem(at: folder) }
+      let env = ["XDG_RUNTIME_DIR": folder.path]
+      let oscPort = 19000 + Int(getpid() % 2000)
+      let (server, generator, capture, livemic) = try LiveAudioTests.rig(
+        ["-p", "flat", "--osc", "\(oscPort)"], signal: .sine(frequencyHz: 1000, amplitude: 0.5),
+        environment: env)
+      defer {
+        generator.close()
+        capture.close()
+        server.stop()
+      }
+      /// `livemic ctl -n lmclient WORD`, its standard output and error read to their ends.
+      func follower(_ word: String) throws -> (Process, Pipe, Pipe) {
+        let process = Process()
+        process.executableURL = Paths.livemic
+        process.arguments = ["ctl", "-n", "lmclient", word]
+        var childEnv = Paths.childEnvironment()
+        childEnv["XDG_RUNTIME_DIR"] = folder.path
+        process.environment = childEnv
+        let (out, err) = (Pipe(), Pipe())
+        (process.standardOutput, process.standardError) = (out, err)
+        try process.run()
+        return (process, out, err)
+      }
+      let events = try follower("events")
+      let meters = try follower("meters")
+      usleep(1_500_000)  // subscribed, and past the start ramp
+      // OSC: subscribe to events, then mute and unmute from the same socket.
+      let replies = OSC.send(
+        [
+          OSC.message("/livemic/subscribe", ["events"]), OSC.message("/livemic/mute", []),
+          OSC.message("/livemic/unmute", []),
+        ], port: oscPort, wait: 1
+      ).compactMap(OSC.decode)
+      let oscEvents = replies.filter { $0.path == "/livemic/event" }
+      #expect(replies.filter { $0.path == "/livemic/reply" }.count == 3, "\(replies.map(\.path))")
+      let names = oscEvents.compactMap { $0.args.first as? String }
+      #expect(names.contains("muted") && names.contains("unmuted"), "\(names)")
+      if let muted = oscEvents.first(where: { $0.args.first as? String == "muted" }) {
+        let line = jsonObject(muted.args.count == 2 ? muted.args[1] as? String ?? "" : "")
+        #expect(line["event"] as? String == "muted" && line["mode"] as? String == "ramp", "\(muted.args)")
+      }
+      #expect(livemic.interrupt() == 0)
+      for (name, (process, out, err)) in [("events", events), ("meters", meters)] {
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let error = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 1, "ctl \(name): \(error)")
+        #expect(error == "livemic: error: LiveMic 'lmclient' stopped\n", "ctl \(name): \(error)")
+        let lines = text.split(separator: "\n").map(String.init)
+        if name == "events" {
+          // Time, event, then its fields in key order: the mute, the unmute and the stop.
+          for expected in ["muted mode=ramp reason=control", "unmuted reason=control", "stopped cycles="] {
+            #expect(lines.contains { $0.dropFirst(13).hasPrefix(expected) }, "\(expected) in \(lines)")
+          }
+        } else {
+          // About 20 a second over the 2.5 s it followed; the input reads the sine's −6.0 dBFS peak.
+          #expect(lines.count >= 30, "\(lines.count) meter lines")
+          let formed = lines.allSatisfy { $0.hasPrefix("in ") && $0.contains("(peak/RMS dBFS)") }
+          #expect(formed, "\(lines.prefix(3))")
+          let sine = lines.contains { $0.hasPrefix("in   -6.0/  -9.0   -6.0/  -9.0   out ") }
+          #expect(sine, "\(lines.suffix(3))")
+        }
+      }
+    }
+
     @Test("livemic monitor draws levels and gain reduction; its keys mute and change the volume")
     func monitor() throws {
       let folder = Paths.temporaryFolder("monitor")
