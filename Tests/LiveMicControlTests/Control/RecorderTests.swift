@@ -1,3 +1,4 @@
+import CSndfile
 import DSP
 import Foundation
 import LiveMicPresets
@@ -120,5 +121,38 @@ import Testing
     #expect(abs(meter.reading.integrated + 20) < 1.5, "\(status)")
     _ = try recorder.loudnessCommand(["action": .string("reset")])
     #expect(events.withLock { $0 }.contains { $0["event"] as? String == "loudness-reset" })
+  }
+
+  @Test(
+    "A wav stream to a file is a 32-bit float stereo WAV at the client's rate that libsndfile reads, every frame in order")
+  func wavStreamReads() throws {
+    let (recorder, events) = try Self.recorder()
+    let folder = try Self.folder()
+    defer { try? FileManager.default.removeItem(atPath: folder) }
+    let path = folder + "/stream.wav"
+    let stream = recorder.startStream(path: path, format: .wav, Self.host, origin: "test")
+    let deadline = Date().addingTimeInterval(5)
+    while !stream.attached.load(ordering: .acquiring) && Date() < deadline { usleep(5000) }
+    let opened = stream.attached.load(ordering: .acquiring)
+    #expect(opened, "the stream never opened its file")
+    Self.play(recorder, cycles: 750)  // 1 s
+    let summary = try #require(recorder.stopStream(audioRunning: false, reason: "test"))
+    #expect(summary["frames"] as? Int == 48000 && summary["dropped_frames"] as? Int == 0, "\(summary)")
+    #expect(events.withLock { $0 }.contains { $0["event"] as? String == "stream-stopped" })
+    // The header's lengths say "unknown" (a stream has no end); libsndfile reads to the file's end.
+    var info = SF_INFO()
+    let file = try #require(sf_open(path, Int32(SFM_READ), &info), "libsndfile cannot open the stream")
+    defer { sf_close(file) }
+    #expect(info.channels == 2 && info.samplerate == 48000)
+    #expect(info.format == Int32(SF_FORMAT_WAV | SF_FORMAT_FLOAT), "format 0x\(String(info.format, radix: 16))")
+    var frames = [Float](repeating: 0, count: 2 * 50000)
+    let read = Int(sf_readf_float(file, &frames, 50000))
+    #expect(read == 48000, "\(read) frames read")
+    // What `play` wrote: a 1 kHz sine of amplitude 0.25, the right channel inverted.
+    let wrong = (0..<min(read, 48000)).filter { f in
+      let x = 0.25 * sinf(2 * .pi * 1000 * Float(f) / 48000)
+      return frames[2 * f] != x || frames[2 * f + 1] != -x
+    }
+    #expect(wrong.isEmpty, "\(wrong.count) frames differ, the first at \(wrong.first ?? -1)")
   }
 }
