@@ -124,7 +124,8 @@ import Testing
   }
 
   @Test(
-    "A wav stream to a file is a 32-bit float stereo WAV at the client's rate that libsndfile reads, every frame in order")
+    "A wav stream to a file is a 32-bit float stereo WAV at the client's rate that libsndfile reads, every frame in order"
+  )
   func wavStreamReads() throws {
     let (recorder, events) = try Self.recorder()
     let folder = try Self.folder()
@@ -144,7 +145,8 @@ import Testing
     let file = try #require(sf_open(path, Int32(SFM_READ), &info), "libsndfile cannot open the stream")
     defer { sf_close(file) }
     #expect(info.channels == 2 && info.samplerate == 48000)
-    #expect(info.format == Int32(SF_FORMAT_WAV | SF_FORMAT_FLOAT), "format 0x\(String(info.format, radix: 16))")
+    #expect(
+      info.format == Int32(SF_FORMAT_WAV | SF_FORMAT_FLOAT), "format 0x\(String(info.format, radix: 16))")
     var frames = [Float](repeating: 0, count: 2 * 50000)
     let read = Int(sf_readf_float(file, &frames, 50000))
     #expect(read == 48000, "\(read) frames read")
