@@ -40,10 +40,11 @@ struct livemic_webrtc {
   std::atomic<uint64_t> written{0};
   std::atomic<uint64_t> referenceWritten{0};
   std::atomic<uint64_t> processedUpTo{0};
-  std::atomic<uint64_t> processedFrames{0};
   std::atomic<uint64_t> lateFrames{0};
-  std::atomic<int> hasEcho{-1};
-  std::atomic<int> hasVoice{-1};
+  // The start of the frame last played dry (the audio thread's own): the rest of that frame is
+  // played dry too, even when the helper finishes it meanwhile, so no frame switches from the
+  // input to the processed signal halfway through (a step in level: a click).
+  uint64_t dryFrameStart = UINT64_MAX;
 
   // Settings: written by any thread, applied by the helper when `settingsVersion` moved.
   std::atomic<int> noiseLevel{2};
@@ -110,13 +111,8 @@ struct livemic_webrtc {
       float *channel = work;
       apm->ProcessStream(&channel, stream, stream, &channel);
       std::memcpy(outRing + at, work, sizeof(float) * frame);
-      if (features & LIVEMIC_WEBRTC_ECHO) {
-        hasEcho.store(apm->echo_cancellation()->stream_has_echo() ? 1 : 0, std::memory_order_relaxed);
-      }
-      hasVoice.store(apm->voice_detection()->stream_has_voice() ? 1 : 0, std::memory_order_relaxed);
       position += frame;
       processedUpTo.store(position, std::memory_order_release);
-      processedFrames.fetch_add(1, std::memory_order_relaxed);
     }
   }
 
@@ -200,7 +196,6 @@ livemic_webrtc *livemic_webrtc_create(int sample_rate, int features, int latency
   p->written.store(0, std::memory_order_relaxed);
   p->referenceWritten.store(0, std::memory_order_relaxed);
   p->processedUpTo.store(0, std::memory_order_relaxed);
-  p->processedFrames.store(0, std::memory_order_relaxed);
   std::memset(p->outRing, 0, sizeof(float) * p->capacity);
   if (p->offline) return p;
   p->helper = std::thread([p] { p->run(); });
@@ -300,10 +295,14 @@ void livemic_webrtc_run(livemic_webrtc *p, const float *near, float *out, int fr
       }
       uint64_t source = position - p->latency;
       int at = (int)(source % cap);
-      if (source < ready) {
+      uint64_t frameStart = source - source % (uint64_t)p->frame;
+      if (source < ready && frameStart != p->dryFrameStart) {
         out[done + i] = p->outRing[at];
       } else {
-        if (source % p->frame == 0) p->lateFrames.fetch_add(1, std::memory_order_relaxed);
+        if (source == frameStart) {
+          p->lateFrames.fetch_add(1, std::memory_order_relaxed);
+          p->dryFrameStart = frameStart;
+        }
         out[done + i] = source >= (uint64_t)p->internalDelay
                             ? p->nearRing[(int)((source - p->internalDelay) % cap)]
                             : 0;
@@ -314,11 +313,6 @@ void livemic_webrtc_run(livemic_webrtc *p, const float *near, float *out, int fr
   }
 }
 
-uint64_t livemic_webrtc_processed_frames(const livemic_webrtc *p) {
-  return p->processedFrames.load(std::memory_order_relaxed);
-}
 uint64_t livemic_webrtc_late_frames(const livemic_webrtc *p) { return p->lateFrames.load(std::memory_order_relaxed); }
-int livemic_webrtc_has_echo(const livemic_webrtc *p) { return p->hasEcho.load(std::memory_order_relaxed); }
-int livemic_webrtc_has_voice(const livemic_webrtc *p) { return p->hasVoice.load(std::memory_order_relaxed); }
 
 }  // extern "C"

@@ -31,14 +31,6 @@ public final class VoiceChain: @unchecked Sendable {
   /// How many parameters there are (`parameters.count`, readable without touching the array).
   public let parameterCount: Int
   private let indexByKey: [String: Int]
-  /// Index of `output.volume` in `targets`, if the chain has it.
-  private let outputVolumeIndex: Int?
-
-  /// The output volume target (1 when the chain has no output stage).
-  /// - Realtime: safe
-  @inline(__always)
-  public var outputVolume: Float { outputVolumeIndex.map { targets.value($0) } ?? 1 }
-
   /// Index in `targets` of the first parameter of the chain's `music` stage (`MusicBed`), whose
   /// parameters follow in `MusicBed.parameters` order, then its bypass; nil without one.
   public let musicParameterIndex: Int?
@@ -84,7 +76,6 @@ public final class VoiceChain: @unchecked Sendable {
     var keys: [String: Int] = [:]
     for p in parameters { keys[p.key] = p.index }
     indexByKey = keys
-    outputVolumeIndex = keys["output.volume"]
     monitorParameterIndex = stages.lazy.compactMap { ($0 as? UnitStage<MonitorMix>)?.firstParameter }.first
     musicParameterIndex = stages.lazy.compactMap { ($0 as? UnitStage<MusicBed>)?.firstParameter }.first
     timing = .allocate(capacity: max(stages.count * 3, 1))

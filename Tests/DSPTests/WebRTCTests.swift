@@ -1,6 +1,8 @@
-import DSP
+import CWebRTC
 import Foundation
 import Testing
+
+@testable import DSP
 
 /// WebRTC's engines of `denoise`, `aec` and `leveler` (offline: processed inline), beside the
 /// built-in units' figures in `SpeexUnitTests` and `HeldNoteTests`.
@@ -35,6 +37,50 @@ import Testing
     T.measured("\(type): declares \(chain.latencyFrames) frames; speech correlates best at \(best.lag)")
     #expect(
       abs(best.lag - chain.latencyFrames) <= 2, "\(type): declared \(chain.latencyFrames), found \(best.lag)")
+  }
+
+  @Test(
+    "A helper fed faster than real time: the frames it did not finish are played dry (the input, delayed as processed audio is), counted in late_frames"
+  )
+  func lateFramesArePlayedDryAndCounted() throws {
+    var core = WebRTCUnitCore()
+    core.prepare(sampleRate: 48000, maxFrames: 256, features: Int32(LIVEMIC_WEBRTC_NOISE), offline: false)
+    let latency = core.latencyFrames
+    #expect(core.lateFrames == 0)
+    // 5 s of a tone in blocks of 256 frames (copied in and out whole), as fast as this thread
+    // can push them: no helper processes 500 of WebRTC's 10 ms frames in the few milliseconds
+    // that takes, so most are late.
+    let frames = 5 * 48000
+    let (input, output, left, right) = (
+      UnsafeMutablePointer<Float>.allocate(capacity: frames),
+      UnsafeMutablePointer<Float>.allocate(capacity: frames),
+      UnsafeMutablePointer<Float>.allocate(capacity: 256), UnsafeMutablePointer<Float>.allocate(capacity: 256)
+    )
+    defer { for p in [input, output, left, right] { p.deallocate() } }
+    for f in 0..<frames { input[f] = 0.25 * sinf(2 * .pi * 440 * Float(f) / 48000) }
+    var at = 0
+    while at < frames {
+      let n = min(256, frames - at)
+      left.update(from: input + at, count: n)
+      right.update(from: input + at, count: n)
+      core.run(StereoBlock(left: left, right: right, frames: n), setting: SIMD2(2, 0)) {
+        livemic_webrtc_set_noise_level($0, $1[0])
+      }
+      (output + at).update(from: left, count: n)
+      at += n
+    }
+    let late = Int(core.lateFrames)
+    // The samples that are the input `latency` frames earlier: played dry. Each late frame is
+    // played dry whole (480 samples), none in part (a processed sample is never the input): all
+    // but the first frame's first samples, which fall before the input's start (WebRTC's own
+    // delay, under 480 frames). Before the fix, a frame the helper finished while it was being
+    // played switched to the processed signal halfway: 400–7,400 samples fewer here.
+    let dry = (latency..<frames).count { output[$0] == input[$0 - latency] }
+    T.measured("a helper outrun: \(late) of \((frames - latency) / 480) frames late, \(dry) samples dry")
+    #expect(late > 100, "\(late) late frames")
+    #expect(
+      dry <= late * 480 && dry > late * 480 - 480,
+      "\(dry) samples dry, \(late) frames counted late (\(late * 480) samples)")
   }
 
   @Test("webrtc-denoise improves the SNR of speech in white noise")

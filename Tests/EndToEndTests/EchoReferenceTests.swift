@@ -52,6 +52,10 @@ extension EndToEnd {
       let status = jsonObject(try runLiveMic(["ctl", "-n", "lmclient", "--json", "status"]).stdout)
       let aec = (status["chain"] as? [[String: Any]] ?? []).first { $0["id"] as? String == "aec" } ?? [:]
       #expect(aec["implementation"] as? String == "webrtc", "\(aec)")
+      // Its helper's late frames are reported (how many depends on the machine's load).
+      let late = jsonObject(
+        try runLiveMic(["ctl", "-n", "lmclient", "--json", "get", "aec.late_frames"]).stdout)
+      #expect(((late["values"] as? [String: Double])?["aec.late_frames"] ?? -1) >= 0, "\(late)")
       room.start()
       usleep(1_100_000)  // past the start ramp
       // The canceller converges first (4 s, not judged: a dropped cycle there only delays it);

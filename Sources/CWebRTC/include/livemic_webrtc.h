@@ -60,12 +60,8 @@ void livemic_webrtc_run(livemic_webrtc *p, const float *near, float *out, int fr
    frame is processed once both have reached its end. */
 void livemic_webrtc_push_reference(livemic_webrtc *p, const float *reference, int frames);
 
-/* Counters (any thread): frames processed by the helper, frames played dry because it was
-   late, and whether the last frame had echo / voice (-1 when not measured). */
-uint64_t livemic_webrtc_processed_frames(const livemic_webrtc *p);
+/* Any thread: the 10 ms frames played dry because the helper was late (0 offline). */
 uint64_t livemic_webrtc_late_frames(const livemic_webrtc *p);
-int livemic_webrtc_has_echo(const livemic_webrtc *p);
-int livemic_webrtc_has_voice(const livemic_webrtc *p);
 
 #ifdef __cplusplus
 }

@@ -65,8 +65,8 @@ final class WebRTCProcessor {
   private let mono: UnsafeMutablePointer<Float>
   private let reference: UnsafeMutablePointer<Float>
 
-  init?(sampleRate: Double, maxFrames: Int, features: Int32) {
-    let offline = ProcessingContext.isOffline
+  /// `offline`: the frames processed inline (`ProcessingContext.isOffline` unless a test says).
+  init?(sampleRate: Double, maxFrames: Int, features: Int32, offline: Bool = ProcessingContext.isOffline) {
     let frame = Int(sampleRate / 100)
     guard
       let handle = livemic_webrtc_create(
@@ -88,9 +88,9 @@ final class WebRTCProcessor {
     reference.deallocate()
   }
 
-  /// Frames played dry because the helper was late, and frames it processed.
+  /// The 10 ms frames played dry because the helper was late (0 offline).
+  /// - Realtime: safe
   var lateFrames: UInt64 { livemic_webrtc_late_frames(handle) }
-  var processedFrames: UInt64 { livemic_webrtc_processed_frames(handle) }
 
   /// Runs the block's mono mean through WebRTC and writes the result to both channels.
   /// - Realtime: safe
@@ -142,7 +142,8 @@ public struct WebRTCDenoise: VoiceUnit {
     ParameterSpec(
       "suppression_db", unit: "dB", range: 0...60, default: 25,
       "Largest attenuation of the noise: WebRTC's levels low (6), moderate (10), high (15) and very high (20 dB), the nearest at or below this."
-    )
+    ),
+    lateFramesParameter,
   ]
   private var core = WebRTCUnitCore()
 
@@ -167,7 +168,17 @@ public struct WebRTCDenoise: VoiceUnit {
       livemic_webrtc_set_noise_level($0, $1[0])
     }
   }
+
+  /// - Realtime: safe
+  public func outputValue(_ index: Int) -> Float { index == 1 ? core.lateFrames : 0 }
 }
+
+/// The read-only parameter every WebRTC unit reports last: how many of its 10 ms frames the
+/// helper thread had not finished when they were due, so they were played unprocessed.
+let lateFramesParameter = ParameterSpec(
+  "late_frames", unit: "", range: 0...9_999_999, default: 0, kind: .output,
+  "10 ms frames WebRTC's helper thread did not finish in time and played unprocessed, since the stage was made (read-only); a count that grows means the machine is too busy for it."
+)
 
 /// What each WebRTC unit keeps: its processor and the setting it last handed to it.
 /// Thread: prepared off the audio thread; run on it.
@@ -180,9 +191,16 @@ struct WebRTCUnitCore {
   /// The processor's declared latency (0 without one).
   var latencyFrames: Int { processor?.latencyFrames ?? 0 }
 
+  /// `lateFramesParameter`'s value: the processor's late frames (0 without one).
+  /// - Realtime: safe
+  var lateFrames: Float { processor.map { Float($0.lateFrames) } ?? 0 }
+
   /// Makes the processor for `features` (`LIVEMIC_WEBRTC_*`). Not real-time.
-  mutating func prepare(sampleRate: Double, maxFrames: Int, features: Int32) {
-    processor = WebRTCProcessor(sampleRate: sampleRate, maxFrames: maxFrames, features: features)
+  mutating func prepare(
+    sampleRate: Double, maxFrames: Int, features: Int32, offline: Bool = ProcessingContext.isOffline
+  ) {
+    processor = WebRTCProcessor(
+      sampleRate: sampleRate, maxFrames: maxFrames, features: features, offline: offline)
     applied = nil
   }
 
@@ -223,6 +241,7 @@ public struct WebRTCEchoCanceller: VoiceUnit {
       "residual_db", unit: "dB", range: 0...60, default: 0,
       "How hard the residual echo is suppressed: below 10 WebRTC's low level, below 25 moderate, else high."),
     ReferenceChoice.parameter,
+    lateFramesParameter,
   ]
   public static var wantsReference: Bool { true }
   private var core = WebRTCUnitCore()
@@ -253,6 +272,9 @@ public struct WebRTCEchoCanceller: VoiceUnit {
   }
 
   /// - Realtime: safe
+  public func outputValue(_ index: Int) -> Float { index == 2 ? core.lateFrames : 0 }
+
+  /// - Realtime: safe
   public mutating func receiveReference(_ block: StereoBlock, from source: ReferenceSource) {
     guard reference.accepts(source) else { return }
     linear?.receive(block)
@@ -274,6 +296,7 @@ public struct WebRTCLeveler: VoiceUnit {
     ParameterSpec(
       "max_gain_db", unit: "dB", range: 0...30, default: 15,
       "Largest gain applied (WebRTC's compression gain)."),
+    lateFramesParameter,
   ]
   private var core = WebRTCUnitCore()
 
@@ -294,4 +317,7 @@ public struct WebRTCLeveler: VoiceUnit {
     let gain = Int32(min(max(p.current(1).rounded(), 0), 90))
     core.run(block, setting: SIMD2(target, gain)) { livemic_webrtc_set_gain($0, $1[0], $1[1]) }
   }
+
+  /// - Realtime: safe
+  public func outputValue(_ index: Int) -> Float { index == 2 ? core.lateFrames : 0 }
 }

@@ -143,10 +143,4 @@ public struct SupervisorState: Equatable, Sendable {
     }
     return next
   }
-
-  /// The one log line of a change of `name` (nil when the name stays).
-  public func transitionLine(to next: SupervisorState, reason: String) -> String? {
-    guard next.name != name else { return nil }
-    return "state: \(name) → \(next.name) (\(reason))"
-  }
 }
