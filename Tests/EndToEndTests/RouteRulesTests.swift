@@ -189,6 +189,16 @@ extension EndToEnd {
         ], "\(changed)")
       #expect(out1() == ["lmrspkC:in_2"], "\(livemic.log)")
       #expect(Self.mutes(livemic) == 2, "\(livemic.log)")
+      // Overrides that cannot be made are refused in one sentence with a code; the route stays.
+      let missing = try Self.ctl("lmrr2", ["route", "override", "lmrspkZ:in_1"], env)
+      #expect(
+        missing["error"] as? String == "there is no JACK port named 'lmrspkZ:in_1'"
+          && missing["code"] as? String == "route.no-such-port", "\(missing)")
+      let three = try Self.ctl("lmrr2", ["route", "override", "lmrspkC:in_1,lmrspkC:in_2,lmrspkC:in_3"], env)
+      #expect(
+        three["error"] as? String == "a route override takes one or two playback ports, not 3"
+          && three["code"] as? String == "route.bad-override", "\(three)")
+      #expect(out1() == ["lmrspkC:in_2"] && Self.mutes(livemic) == 2, "\(livemic.log)")
       let codes = Self.codes(file)
       for code in ["lost", "appeared", "override", "cleared", "default-changed"] {
         #expect(codes.contains(code), "\(code) missing in \(codes)")

@@ -74,7 +74,7 @@ final class RouteController {
 
   /// Sets the temporary override (one or two ports, all existing); returns the move there.
   func setOverride(_ ports: [String], client: JackClient) throws(RouteError) -> Change? {
-    guard !ports.isEmpty && ports.count <= 2 else { throw .badOverride("give one or two playback ports") }
+    guard !ports.isEmpty && ports.count <= 2 else { throw .badOverride(count: ports.count) }
     if let missing = ports.first(where: { !client.portExists($0) }) { throw .noSuchPort(missing) }
     override = ports.count == 1 ? [ports[0], ports[0]] : ports
     return update(client, code: .override, reason: "route override set")
@@ -236,12 +236,12 @@ extension String {
 
 /// Why a route request was refused. One sentence.
 enum RouteError: CodedError {
-  case badOverride(String)
+  case badOverride(count: Int)
   case noSuchPort(String)
 
   var description: String {
     switch self {
-    case .badOverride(let why): return "a route override needs one or two ports: \(why)"
+    case .badOverride(let count): return "a route override takes one or two playback ports, not \(count)"
     case .noSuchPort(let port): return "there is no JACK port named '\(port)'"
     }
   }
