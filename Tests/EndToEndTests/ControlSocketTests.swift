@@ -179,6 +179,14 @@ extension EndToEnd.ControlSocketTests {
     #expect(try runLiveMic(["presets", "show", file]).stdout.contains("echo.mix = 0.5"))
     #expect(try ctl(["preset", "load", file]).status == 0, "\(livemic.log)")
     #expect(!livemic.log.contains("preset not reloaded"), "\(livemic.log)")
+    // A folder that cannot be made (under a file): refused in one sentence with its code; the
+    // running chain is kept.
+    let blocked = file + "/inside/x.json"
+    let refused = jsonObject(try ctl(["--json", "preset", "save", blocked]).stdout)
+    #expect(
+      refused["error"] as? String == "cannot create the folder '\(file)/inside'"
+        && refused["code"] as? String == "preset.unwritable", "\(refused)")
+    #expect(jsonObject(try ctl(["--json", "status"]).stdout)["preset"] as? String == "saved")
     #expect(livemic.interrupt() == 0)
     server.stop()
   }
