@@ -210,6 +210,19 @@ extension EndToEnd {
       #expect(abs((values["eq.mid_db"] ?? 0) - 4.5) < 1e-6, "\(values.filter { $0.key.hasPrefix("eq.mid") })")
       #expect(abs((values["output.volume"] ?? 0) - 0.2) < 1e-6)
       #expect(livemic.log.contains("state in '\(statePath)'"), "\(livemic.log)")
+      // A save that cannot be written (the session's folder gone, a file in its place) is
+      // answered with NSM's /error and one sentence; LiveMic runs on.
+      try FileManager.default.removeItem(atPath: statePath)
+      #expect(FileManager.default.createFile(atPath: statePath, contents: Data()))
+      nsm.send("/nsm/client/save", [])
+      let refused = nsm.receive()
+      #expect(
+        refused?.path == "/error" && refused?.args.first as? String == "/nsm/client/save"
+          && refused?.args.dropFirst().first as? Int32 == -1
+          && refused?.args.last as? String == "cannot create the folder '\(statePath)'",
+        "\(String(describing: refused))")
+      #expect(livemic.log.contains("session not saved: cannot create the folder"), "\(livemic.log)")
+      #expect(try ctl(["status"]).status == 0)
       #expect(livemic.interrupt() == 0)
     }
   }
