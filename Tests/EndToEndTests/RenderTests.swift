@@ -103,6 +103,32 @@ extension EndToEnd {
       let source = try input()
       let badFormat = try runLiveMic(["render", source, folder.appendingPathComponent("o.xyz").path])
       #expect(badFormat.status == 1 && badFormat.stderr.contains("cannot tell the output format"))
+      // A chain that cannot be made: one sentence each, and no output file.
+      let bad = folder.appendingPathComponent("bad.json").path
+      try #"{"name": "bad", "chain": [{"unit": "eq", "params": {"bass_db": 99}}]}"#.write(
+        toFile: bad, atomically: true, encoding: .utf8)
+      let refusals: [([String], String)] = [
+        (["-p", "nosuch"], "livemic: error: no preset named 'nosuch' (searched "),
+        (
+          ["-p", "voice", "-c", "eq.bass_db=99"],
+          "livemic: error: 99 is outside the range of 'eq.bass_db' (-20 to 20)\n"
+        ),
+        (
+          ["-p", "flat", "-c", "nosuch.key=1"],
+          "livemic: error: 'nosuch.key' names no parameter: the chain has no such parameter in stage 'nosuch' (stages: "
+        ),
+        (
+          ["-p", bad],
+          "livemic: error: preset '\(bad)', key 'chain[0].params.bass_db': 99 is outside the range -20 to 20\n"
+        ),
+      ]
+      for (arguments, message) in refusals {
+        let out = folder.appendingPathComponent("refused.wav").path
+        let result = try runLiveMic(["render"] + arguments + [source, out])
+        #expect(result.status == 1 && result.stderr.hasPrefix(message), "\(arguments): \(result.stderr)")
+        #expect(result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: out), "\(arguments) wrote \(out)")
+      }
     }
 
     @Test(
