@@ -295,13 +295,14 @@ void livemic_webrtc_run(livemic_webrtc *p, const float *near, float *out, int fr
       }
       uint64_t source = position - p->latency;
       int at = (int)(source % cap);
-      uint64_t frameStart = source - source % (uint64_t)p->frame;
-      if (source < ready && frameStart != p->dryFrameStart) {
+      // Within the frame last played dry (no division: `dryFrameStart` is UINT64_MAX before one).
+      bool inDryFrame = source >= p->dryFrameStart && source - p->dryFrameStart < (uint64_t)p->frame;
+      if (source < ready && !inDryFrame) {
         out[done + i] = p->outRing[at];
       } else {
-        if (source == frameStart) {
+        if (source % p->frame == 0) {
           p->lateFrames.fetch_add(1, std::memory_order_relaxed);
-          p->dryFrameStart = frameStart;
+          p->dryFrameStart = source;
         }
         out[done + i] = source >= (uint64_t)p->internalDelay
                             ? p->nearRing[(int)((source - p->internalDelay) % cap)]
