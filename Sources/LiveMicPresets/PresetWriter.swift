@@ -35,7 +35,11 @@ public enum PresetWriter {
           continue
         }
         var params: [String: Double] = [:]
-        for spec in unit.parameters { params[spec.name] = value("\(d.id).\(spec.name)") }
+        // Read-only reports (gain reduction, late frames) are not settings: left out.
+        for spec in unit.parameters {
+          if case .output = spec.kind { continue }
+          params[spec.name] = value("\(d.id).\(spec.name)")
+        }
         var object: [String: Any] = [
           "unit": d.type, "id": d.id, "bypass": (value("\(d.id).bypass") ?? 0) >= 0.5, "params": params,
         ]

@@ -172,6 +172,9 @@ extension EndToEnd.ControlSocketTests {
     let echo = chain.first { $0["id"] as? String == "echo" }?["params"] as? [String: Double]
     let amp = chain.first { $0["id"] as? String == "eg-amp" }?["params"] as? [String: Double]
     #expect(echo?["mix"] == 0.5 && amp?["gain"] == -4, "\(text)")
+    // Read-only reports are no settings: the limiter's gain reduction is not saved.
+    let limiter = chain.first { $0["id"] as? String == "limiter" }?["params"] as? [String: Double]
+    #expect(limiter != nil && limiter?["gain_reduction_db"] == nil, "\(text)")
     let state = chain.first { $0["lv2"] as? String == Installed.zeroconvolv }?["state"] as? String
     #expect(
       state.map { FileManager.default.fileExists(atPath: folder.appendingPathComponent($0).path) } == true,
