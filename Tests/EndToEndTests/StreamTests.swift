@@ -60,6 +60,24 @@ extension EndToEnd {
     /// and its denoiser takes it for noise: these tests measure the compressor on a sine.
     static let keepSine = ["-c", "feedback.bypass=on", "-c", "denoise.bypass=on"]
 
+    /// Starts `livemic ARGUMENTS` beside the rig's LiveMic (its control socket under `runtime`),
+    /// standard input from `input` when given, standard output and error into pipes.
+    static func start(_ arguments: [String], runtime: URL, input: Pipe? = nil) throws -> (
+      process: Process, out: Pipe, err: Pipe
+    ) {
+      let process = Process()
+      process.executableURL = Paths.livemic
+      process.arguments = arguments
+      var environment = Paths.childEnvironment()
+      environment["XDG_RUNTIME_DIR"] = runtime.path
+      process.environment = environment
+      let (out, err) = (Pipe(), Pipe())
+      (process.standardOutput, process.standardError) = (out, err)
+      if let input { process.standardInput = input }
+      try process.run()
+      return (process, out, err)
+    }
+
     @Test(
       "A subscription streams meters at about 20 Hz (with gain reduction) and events; OSC subscribers get meters"
     )
@@ -154,21 +172,8 @@ extension EndToEnd {
         capture.close()
         server.stop()
       }
-      /// `livemic ctl -n lmclient WORD`, its standard output and error read to their ends.
-      func follower(_ word: String) throws -> (Process, Pipe, Pipe) {
-        let process = Process()
-        process.executableURL = Paths.livemic
-        process.arguments = ["ctl", "-n", "lmclient", word]
-        var childEnv = Paths.childEnvironment()
-        childEnv["XDG_RUNTIME_DIR"] = folder.path
-        process.environment = childEnv
-        let (out, err) = (Pipe(), Pipe())
-        (process.standardOutput, process.standardError) = (out, err)
-        try process.run()
-        return (process, out, err)
-      }
-      let events = try follower("events")
-      let meters = try follower("meters")
+      let events = try Self.start(["ctl", "-n", "lmclient", "events"], runtime: folder)
+      let meters = try Self.start(["ctl", "-n", "lmclient", "meters"], runtime: folder)
       usleep(1_500_000)  // subscribed, and past the start ramp
       // OSC: subscribe to events, then mute and unmute from the same socket.
       let replies = OSC.send(
@@ -186,7 +191,9 @@ extension EndToEnd {
         #expect(line["event"] as? String == "muted" && line["mode"] as? String == "ramp", "\(muted.args)")
       }
       #expect(livemic.interrupt() == 0)
-      for (name, (process, out, err)) in [("events", events), ("meters", meters)] {
+      for (name, (process, out, err)) in [("events", events), ("meters", meters)]
+        as [(String, (Process, Pipe, Pipe))]
+      {
         let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         let error = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
@@ -221,17 +228,8 @@ extension EndToEnd {
         capture.close()
         server.stop()
       }
-      let process = Process()
-      process.executableURL = Paths.livemic
-      process.arguments = ["monitor", "-n", "lmclient"]
-      var childEnv = Paths.childEnvironment()
-      childEnv["XDG_RUNTIME_DIR"] = folder.path
-      process.environment = childEnv
       let keys = Pipe()
-      let out = Pipe()
-      process.standardInput = keys
-      process.standardOutput = out
-      try process.run()
+      let (process, out, _) = try Self.start(["monitor", "-n", "lmclient"], runtime: folder, input: keys)
       let ctl = { (words: [String]) in
         try runLiveMic(["ctl", "-n", "lmclient", "--json"] + words, environment: env)
       }
