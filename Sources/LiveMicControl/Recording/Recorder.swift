@@ -173,16 +173,27 @@ final class Recorder {
   /// The earliest deadline of the recordings finishing (nil: none).
   var nextFinishingDeadline: DispatchTime? { finishing.map(\.deadline).min() }
 
-  /// Logs and emits `record-stopped` (or `record-failed` when the writer failed) for a
-  /// recording that was stopped; returns its summary.
+  /// Logs and emits `record-stopped` for a recording that was stopped (`record-failed` when the
+  /// writer had a fault, `recording-empty` when no audio reached it and its file was removed);
+  /// returns its summary.
   private func reportStopped(_ recording: Recording, reason: String) -> [String: Any] {
     let frames = recording.writtenFrames.load(ordering: .acquiring)
     let dropped = Int(recording.consumer.droppedFrames.load(ordering: .relaxed))
     if let failure = recording.failed {
-      Log.error(failure)
+      let removed = recording.removedEmpty ? "; no audio had reached it, so the file was removed" : ""
+      Log.error(failure + removed)
       stream.emit(
         "record-failed",
-        ["id": .int(recording.id), "path": .string(recording.path), "error": .string(failure)])
+        [
+          "id": .int(recording.id), "path": .string(recording.path), "error": .string(failure),
+          "frames": .int(Int(frames)), "removed": .bool(recording.removedEmpty),
+        ])
+    } else if recording.removedEmpty {
+      Log.info(
+        "recording \(recording.id) stopped (\(reason)) before any audio reached it: '\(recording.path)' removed")
+      stream.emit(
+        "recording-empty",
+        ["id": .int(recording.id), "path": .string(recording.path), "reason": .string(reason)])
     } else {
       Log.info(
         "recording \(recording.id) stopped (\(reason)): \(frames) frames ("
@@ -202,7 +213,7 @@ final class Recorder {
     [
       "id": r.id, "path": r.path, "tap": r.tap.name, "format": r.format.rawValue, "origin": r.origin.rawValue,
       "frames": Int(r.writtenFrames.load(ordering: .relaxed)), "seconds": (r.seconds * 10).rounded() / 10,
-      "dropped_frames": Int(r.consumer.droppedFrames.load(ordering: .relaxed)),
+      "dropped_frames": Int(r.consumer.droppedFrames.load(ordering: .relaxed)), "removed": r.removedEmpty,
     ]
   }
 
