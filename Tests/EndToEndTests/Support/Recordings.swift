@@ -22,6 +22,38 @@ struct SoundFile {
   }
 }
 
+/// What libsndfile makes of a recording, read in chunks (a header's length is not trusted for
+/// the allocation): whether it opens, the frames its header claims, the frames it yields.
+struct FileCheck {
+  let opens: Bool
+  let headerFrames: Int
+  let readFrames: Int
+  /// libsndfile's reason when it does not open.
+  let error: String
+  /// The first channel, when asked for.
+  let left: [Float]
+
+  init(_ path: String, keepLeft: Bool = false) {
+    var info = SF_INFO()
+    guard let file = sf_open(path, Int32(SFM_READ), &info) else {
+      (opens, headerFrames, readFrames, error, left) = (false, 0, 0, String(cString: sf_strerror(nil)), [])
+      return
+    }
+    defer { sf_close(file) }
+    let c = Int(info.channels)
+    var chunk = [Float](repeating: 0, count: 4096 * c)
+    var total = 0
+    var kept: [Float] = []
+    while true {
+      let n = Int(sf_readf_float(file, &chunk, 4096))
+      if n <= 0 { break }
+      if keepLeft { for i in 0..<n { kept.append(chunk[i * c]) } }
+      total += n
+    }
+    (opens, headerFrames, readFrames, error, left) = (true, Int(clamping: info.frames), total, "", kept)
+  }
+}
+
 /// Raw interleaved stereo float32 (a `--stream-format f32` stream), de-interleaved.
 func stereoFloats(_ data: Data) -> [[Float]] {
   let count = data.count / 8

@@ -11,6 +11,16 @@ enum TestSignal {
   case sine(frequencyHz: Double, amplitude: Float)
   /// A sine for `onFrames`, then silence for `offFrames`, over and over (from frame time 0).
   case burst(frequencyHz: Double, amplitude: Float, onFrames: UInt32, offFrames: UInt32)
+  /// A counter of the generator's own frames from `start` (not the server's frame time, which a
+  /// restarted server begins anew): `(start + n) mod 2^23` in steps of 2^-23 around zero, exact
+  /// in float and in 24-bit PCM, so a recording tells which frame each sample is
+  /// (`counterFrame`) and a frame written twice shows as a step back.
+  case counter(start: UInt32)
+
+  /// The counter value a sample of `.counter` holds (nil for exact zero: no signal).
+  static func counterFrame(_ sample: Float) -> Int? {
+    sample == 0 ? nil : Int((Double(sample) * Double(1 << 23)).rounded()) + (1 << 22)
+  }
 
   func value(atFrame t: UInt32, sampleRate: Double) -> Float {
     switch self {
@@ -26,6 +36,8 @@ enum TestSignal {
     case .burst(let f, let a, let on, let off):
       guard t % (on + off) < on else { return 0 }
       return TestSignal.sine(frequencyHz: f, amplitude: a).value(atFrame: t, sampleRate: sampleRate)
+    case .counter(let start):
+      return Float(Int32(bitPattern: (start &+ t) & 0x7F_FFFF) - (1 << 22)) / Float(1 << 23)
     }
   }
 }
@@ -155,6 +167,8 @@ final class TestClient: @unchecked Sendable {
   }
 
   private var closed = false
+  /// Frames this client has generated (the process callback's own count, for `.counter`).
+  private var ownFrames: UInt32 = 0
   /// Forgets a client whose server was killed under it, without calling libjack (jackd2's
   /// libjack crashes deactivating a client of a dead server); its memory is left to the process.
   func abandon() { closed = true }
@@ -183,7 +197,11 @@ final class TestClient: @unchecked Sendable {
     }
     if let outputPort, let signal, let out = jack_port_get_buffer(outputPort, frames) {
       let o = out.assumingMemoryBound(to: Float.self)
-      for i in 0..<n { o[i] = signal.value(atFrame: t &+ UInt32(i), sampleRate: sampleRate) }
+      // A counter counts the generator's own frames; every other signal follows the frame time.
+      let base: UInt32
+      if case .counter = signal { base = ownFrames } else { base = t }
+      for i in 0..<n { o[i] = signal.value(atFrame: base &+ UInt32(i), sampleRate: sampleRate) }
+      ownFrames &+= frames
     }
     let w = written.load(ordering: .relaxed)
     if inputCount > 0 && w + n <= capacity {

@@ -1,0 +1,192 @@
+import Foundation
+import Synchronization
+import Testing
+
+extension EndToEnd {
+  /// Recordings under stress: many control clients at once, and 50 server restarts.
+  @Suite("Recordings under stress", .serialized)
+  struct RecordingSoakTests {
+    /// A seeded generator (each client its own, so a run can be repeated).
+    struct Seeded {
+      var state: UInt64
+      mutating func next(_ n: Int) -> Int {
+        state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+        return Int((state >> 33) % UInt64(n))
+      }
+    }
+
+    @Test(
+      "six control clients start and stop recordings in every format at random, then SIGINT: every file opens"
+    )
+    func concurrentRecordControl() throws {
+      let folder = Paths.temporaryFolder("chaosrec")
+      defer { try? FileManager.default.removeItem(at: folder) }
+      let env = ["XDG_RUNTIME_DIR": folder.path]
+      let counters = folder.appendingPathComponent("rtguard.txt")
+      let events = folder.appendingPathComponent("events.jsonl")
+      let takes = folder.appendingPathComponent("takes").path + "/"
+      let (server, generator, capture, livemic) = try RecordingTests.rig(
+        ["--events", events.path], captureSeconds: 2, environment: env, guardOutput: counters)
+      defer {
+        generator.close()
+        capture.close()
+        server.stop()
+      }
+      let socketPath = folder.appendingPathComponent("livemic/lmrec.sock").path
+      let formats = ["wav", "flac", "ogg", "mp3"]
+      let requests = Atomic<Int>(0)
+      let refused = Atomic<Int>(0)
+      let group = DispatchGroup()
+      for client in 0..<6 {
+        group.enter()
+        Thread {
+          defer { group.leave() }
+          guard let socket = try? SocketLines(socketPath) else { return }
+          var random = Seeded(state: UInt64(client + 1) * 7919)
+          let end = Date().addingTimeInterval(8)
+          while Date() < end {
+            let request: String
+            switch random.next(10) {
+            case 0..<4:
+              request =
+                #"{"cmd":"record","action":"start","format":"\#(formats[random.next(4)])","path":"\#(takes)"}"#
+            case 4..<7: request = #"{"cmd":"record","action":"stop"}"#
+            case 7:
+              request =
+                #"{"cmd":"preset","action":"load","name":"\#(["flat", "voice", "podcast"][random.next(3)])"}"#
+            case 8:
+              request = #"{"cmd":"set","key":"output.volume","value":\#([0.2, 0.5, 1.0][random.next(3)])}"#
+            default:
+              request =
+                random.next(2) == 0
+                ? #"{"cmd":"mute","mode":"\#(["ramp", "input", "suspend"][random.next(3)])"}"#
+                : #"{"cmd":"unmute"}"#
+            }
+            socket.send(request)
+            let answer = socket.lines(for: 12, count: 1).first.map(jsonObject) ?? [:]
+            requests.add(1, ordering: .relaxed)
+            if answer["ok"] as? Bool != true { refused.add(1, ordering: .relaxed) }
+          }
+        }.start()
+      }
+      group.wait()
+      #expect(livemic.interrupt() == 0, "\(livemic.log)")
+      let takesFolder = URL(fileURLWithPath: takes)
+      let files = RecordingFaultTests.expectEveryFileOpens(
+        takesFolder, reported: RecordingFaultTests.loggedFrames(livemic.log))
+      let names = EventStreamTests.events(events).compactMap { $0["event"] as? String }
+      let empty = names.filter { $0 == "recording-empty" }.count
+      let started = names.filter { $0 == "record-started" }.count
+      print(
+        "[measured] six clients, 8 s: \(requests.load(ordering: .relaxed)) requests "
+          + "(\(refused.load(ordering: .relaxed)) refused), \(started) recordings, \(files) files, "
+          + "\(empty) removed empty")
+      #expect(started > 20 && started == files + empty, "\(started) started, \(files) files, \(empty) empty")
+      RealtimeGuard.expectNothingCounted(counters)
+    }
+
+    /// The least-squares slope of `values` over their index.
+    static func slope(_ values: [Int]) -> Double {
+      let n = Double(values.count)
+      let meanX = (n - 1) / 2
+      let meanY = Double(values.reduce(0, +)) / n
+      var (sxy, sxx) = (0.0, 0.0)
+      for (i, v) in values.enumerated() {
+        sxy += (Double(i) - meanX) * (Double(v) - meanY)
+        sxx += (Double(i) - meanX) * (Double(i) - meanX)
+      }
+      return sxx > 0 ? sxy / sxx : 0
+    }
+
+    /// Counts the places where a counter recording steps back (a frame written twice) and the
+    /// frames it holds; zeros (no generator connected) are gaps.
+    static func stepsBack(_ samples: [Float]) -> (back: Int, counted: Int) {
+      var last: Int?
+      var (back, counted) = (0, 0)
+      for sample in samples {
+        guard let frame = TestSignal.counterFrame(sample) else { continue }
+        counted += 1
+        if let last, frame <= last - 2 { back += 1 }
+        last = frame
+      }
+      return (back, counted)
+    }
+
+    @Test(
+      "50 kill -9 server restarts with recordings, the stream and the loudness meter running: every file opens, no frame twice, memory flat"
+    )
+    func restartSoak() throws {
+      let folder = Paths.temporaryFolder("soakrec")
+      defer { try? FileManager.default.removeItem(at: folder) }
+      let env = ["XDG_RUNTIME_DIR": folder.path]
+      let counters = folder.appendingPathComponent("rtguard.txt")
+      let (sessions, whole) = (
+        folder.appendingPathComponent("sessions"), folder.appendingPathComponent("whole")
+      )
+      let server = try JackServer(period: JackServer.takePeriod)
+      defer { server.stop() }
+      let livemic = try LiveMicProcess(
+        [
+          "-s", server.name, "-n", "lmsoak", "-p", "flat", "--connect-in", "lmgen:out", "--on-route-loss",
+          "continue", "--autorecord", sessions.path, "--record-format", "flac", "--stream-out",
+          folder.appendingPathComponent("stream.f32").path,
+        ], guardOutput: counters, environment: env)
+      #expect(livemic.waitForLog("latency capture-to-playback"), "\(livemic.log)")
+      // The input tap (the dry input: no ramp) in WAV and FLAC, for the whole run.
+      for format in ["wav", "flac"] {
+        let answer = try RecordingFaultTests.ctl(
+          "lmsoak", ["record", "start", "--tap", "input", "--format", format, whole.path + "/"], env)
+        #expect(answer["ok"] as? Bool == true, "\(answer)")
+      }
+      var rss: [Int] = []
+      var start: UInt32 = 0
+      let restarts = 50
+      for round in 0...restarts {
+        let generator = try TestClient(
+          name: "lmgen", server: server.name, signal: .counter(start: start), captureChannels: 0)
+        if round > 0 {
+          #expect(
+            waitUntil(seconds: 10) {
+              livemic.log.components(separatedBy: "reconnected to").count - 1 == round
+            },
+            "round \(round): \(livemic.log)")
+        }
+        #expect(
+          waitUntil(seconds: 5) { generator.connections(of: "lmsoak:in_1") == ["lmgen:out"] },
+          "round \(round): \(livemic.log)")
+        usleep(400_000)
+        #expect(livemic.process.isRunning, "LiveMic exited in round \(round): \(livemic.log)")
+        rss.append(ReconnectTests.residentKilobytes(livemic.process.processIdentifier))
+        // The next generator counts on from past this one's frames.
+        start &+= UInt32(generator.cycles.load(ordering: .relaxed) * JackServer.takePeriod + 48000)
+        generator.close()
+        if round < restarts { try server.killAndRestart(period: JackServer.takePeriod) }
+      }
+      #expect(start < 1 << 23, "the counter wrapped: \(start) frames")
+      let status = try RecordingFaultTests.ctl("lmsoak", ["status"], env)
+      #expect((status["loudness"] as? [String: Any]) != nil, "the loudness meter is not running: \(status)")
+      #expect(livemic.interrupt() == 0, "\(livemic.log)")
+      let reported = RecordingFaultTests.loggedFrames(livemic.log)
+      let sessionFiles = RecordingFaultTests.expectEveryFileOpens(sessions, reported: reported)
+      #expect(
+        sessionFiles + livemic.log.components(separatedBy: "before any audio reached it").count - 1
+          == restarts + 1,
+        "\(sessionFiles) session files")
+      #expect(RecordingFaultTests.expectEveryFileOpens(whole, reported: reported) == 2)
+      for path in RecordingTests.files(whole) {
+        let check = FileCheck(path, keepLeft: true)
+        let (back, counted) = Self.stepsBack(check.left)
+        #expect(back == 0, "'\(path)': \(back) steps back in \(counted) counted frames")
+        #expect(counted > restarts * 9600, "'\(path)': only \(counted) counted frames")
+      }
+      // A leak grows by the same amount every restart; an allocator arena settles.
+      let last40 = Array(rss.suffix(40))
+      let perRestart = Self.slope(last40)
+      print(
+        "[measured] restart soak: RSS \(rss.first ?? 0) → \(rss.last ?? 0) kB, slope over the last 40 "
+          + String(format: "%.1f", perRestart) + " kB per restart")
+      #expect(perRestart < 16, "RSS grows \(perRestart) kB per restart over the last 40: \(rss)")
+      RealtimeGuard.expectNothingCounted(counters)
+    }
+  }
+}
