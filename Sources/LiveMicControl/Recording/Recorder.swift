@@ -190,7 +190,8 @@ final class Recorder {
         ])
     } else if recording.removedEmpty {
       Log.info(
-        "recording \(recording.id) stopped (\(reason)) before any audio reached it: '\(recording.path)' removed")
+        "recording \(recording.id) stopped (\(reason)) before any audio reached it: '\(recording.path)' removed"
+      )
       stream.emit(
         "recording-empty",
         ["id": .int(recording.id), "path": .string(recording.path), "reason": .string(reason)])

@@ -157,7 +157,9 @@ struct RecordingFile {
     Glibc.close(fd)
     let removed = empty && stillThere && unlink(path) == 0
     guard closed == 0 else {
-      return (removed, "recording '\(path)' could not be finalized (\(String(cString: sf_error_number(closed))))")
+      return (
+        removed, "recording '\(path)' could not be finalized (\(String(cString: sf_error_number(closed))))"
+      )
     }
     return (removed, nil)
   }
