@@ -31,7 +31,7 @@ extension LiveSession {
     guard
       let open = nsm.waitForOpen(
         until: .now() + .seconds(30),
-        stop: { [unowned self] in self.stopRequested.load(ordering: .acquiring) })
+        stop: { [signals] in signals.stopRequested })
     else {
       Log.error("the session manager at \(url) sent no open within 30 s; running outside the session")
       return

@@ -26,11 +26,11 @@ extension LiveSession {
     abandonLearns("the JACK server went away before a MIDI controller moved")
     defer { JackMessages.setQuiet(false) }
     while true {
-      if stopRequested.load(ordering: .acquiring) { return nil }
+      if signals.stopRequested { return nil }
       _ = wake.wait(timeout: nextAttempt)
-      if stopRequested.load(ordering: .acquiring) { return nil }
+      if signals.stopRequested { return nil }
       // The control door stays open while the server is away.
-      for request in control?.takeRequests() ?? [] { request.answer(answerWhileAway(request.request)) }
+      answerWhileAway()
       recorder.pollFinishingRecordings()
       guard DispatchTime.now() >= nextAttempt else { continue }
       attempt += 1
@@ -39,7 +39,7 @@ extension LiveSession {
       nextAttempt = .now() + .milliseconds(delayMilliseconds)
       let opened = openBeside(closing: dead)
       dead = nil
-      if stopRequested.load(ordering: .acquiring) {
+      if signals.stopRequested {
         opened?.close()
         return nil
       }
@@ -137,9 +137,9 @@ extension LiveSession {
     while true {
       let (done, client) = result.state.withLock { $0 }
       if done { return client }
-      if stopRequested.load(ordering: .acquiring) { return nil }
+      if signals.stopRequested { return nil }
       _ = wake.wait(timeout: .now() + .milliseconds(50))
-      for request in control?.takeRequests() ?? [] { request.answer(answerWhileAway(request.request)) }
+      answerWhileAway()
     }
   }
 
@@ -177,7 +177,7 @@ extension LiveSession {
       // First of all: a freewheel start speeds the writers up at once.
       recorder.followFreewheel(&watch.freewheel, events)
       streamMeters(state)
-      if stopRequested.load(ordering: .acquiring) { return stop(client, state) }
+      if signals.stopRequested { return stop(client, state) }
       // Suspended (deactivated) on PipeWire, nothing reports a server loss: ask once a second.
       if suspended && DispatchTime.now() >= watch.nextLivenessProbe {
         watch.nextLivenessProbe = .now() + .seconds(1)
@@ -204,7 +204,7 @@ extension LiveSession {
       emitHealthEvery10Seconds(client, state)
       followPresetFile(client, state)
       followGraph(client, state)
-      if unmuteRequested.exchange(false, ordering: .acquiringAndReleasing) { _ = unmute(client, state) }
+      if signals.takeUnmute() { _ = unmute(client, state) }
       reportXruns(client, &watch)
       for line in running.drainPluginLogs() { Log.info(line) }
       if reportFormatChanges(events, &watch) { followPeriod(client, state) }
@@ -230,12 +230,7 @@ extension LiveSession {
     transition(.stop, reason: "signal")
     abandonLearns("LiveMic stopped before a MIDI controller moved")
     state.ramp.fadeOut()
-    let deadline = DispatchTime.now() + .milliseconds(300)
-    while !state.ramp.isSilent && DispatchTime.now() < deadline
-      && !client.events.serverLost.load(ordering: .acquiring)
-    {
-      usleep(2000)
-    }
+    _ = waitUntilSilent(state) { client.events.serverLost.load(ordering: .acquiring) }
     client.close()
     Log.info("stopped after \(state.cycles.load(ordering: .relaxed)) cycles; " + running.stageSummary())
     return .stop
@@ -282,7 +277,7 @@ extension LiveSession {
 
   /// Reloads the preset on SIGHUP, or with `--watch` when its file changed.
   private func followPresetFile(_ client: JackClient, _ state: ProcessState) {
-    if reloadRequested.exchange(false, ordering: .acquiringAndReleasing) {
+    if signals.takeReload() {
       reloadPreset(client, state: state, reason: "SIGHUP")
     } else if options.watch, running.presetFileChanged() {
       reloadPreset(client, state: state, reason: "the file changed")

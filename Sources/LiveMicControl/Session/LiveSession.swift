@@ -61,13 +61,11 @@ extension SessionError {
 /// connects, then watches JACK's events until a signal or a server loss. Never real-time.
 public final class LiveSession: @unchecked Sendable {
   var options: RunOptions
-  let stopRequested = Atomic<Bool>(false)
-  var signalSources: [any DispatchSourceSignal] = []
+  /// What SIGINT/SIGTERM, SIGHUP and SIGUSR1 asked for.
+  let signals = SignalFlags()
   /// The chain running (or to run after a reconnection), its preset and MIDI mappings; set
   /// once the first chain is built in `run`.
   var running: RunningChain!
-  let reloadRequested = Atomic<Bool>(false)
-  let unmuteRequested = Atomic<Bool>(false)
   var route: RouteController?
   var inputRoute: RouteController?
   var control: ControlServer?
@@ -131,12 +129,12 @@ public final class LiveSession: @unchecked Sendable {
   public func run() throws(SessionError) -> Int32 {
     // Before anything that logs: a SIGINT sent as soon as the log says LiveMic runs must not
     // meet the default disposition (or an ignored signal between the two).
-    installSignalHandlers()
+    signals.install(wake: wake)
     JackMessages.install()
     let requestedPreset = options.preset
     if let url = ProcessInfo.processInfo.environment["NSM_URL"], !url.isEmpty {
       joinSession(url: url)
-      if stopRequested.load(ordering: .acquiring) { return 0 }
+      if signals.stopRequested { return 0 }
     }
     defer { nsm?.shutdown() }
     let (preset, stages, sessionNote) = try loadStartingPreset(requested: requestedPreset)
@@ -350,10 +348,13 @@ public final class LiveSession: @unchecked Sendable {
       chain: chain, muted: audio.outputSilent, inputMuted: audio.inputMuted, taps: recorder.taps)
   }
 
-  /// Waits (up to `milliseconds`) until the output ramp is silent.
-  func waitUntilSilent(_ state: ProcessState, milliseconds: Int = 300) -> Bool {
+  /// Waits (up to `milliseconds`) until the output ramp is silent, or until `giveUp` says the
+  /// wait is pointless (the server went away: no cycle will ramp).
+  func waitUntilSilent(
+    _ state: ProcessState, milliseconds: Int = 300, giveUp: () -> Bool = { false }
+  ) -> Bool {
     let deadline = DispatchTime.now() + .milliseconds(milliseconds)
-    while !state.ramp.isSilent && DispatchTime.now() < deadline { usleep(2000) }
+    while !state.ramp.isSilent && DispatchTime.now() < deadline && !giveUp() { usleep(2000) }
     return state.ramp.isSilent
   }
 
@@ -398,30 +399,6 @@ public final class LiveSession: @unchecked Sendable {
       "latency capture-to-playback: \(capture) + \(chainLatencyFrames) (chain) + \(playback) = "
         + "\(total) frames (" + String(format: "%.1f", ms) + " ms)")
   }
-
-  func installSignalHandlers() {
-    let wake = self.wake
-    // A stream reader that goes away must give EPIPE, not kill the process.
-    signal(SIGPIPE, SIG_IGN)
-    // Each signal only sets its flag and wakes the supervisor.
-    let actions: [(Int32, @Sendable (LiveSession) -> Void)] = [
-      (SIGHUP, { $0.reloadRequested.store(true, ordering: .releasing) }),
-      (SIGUSR1, { $0.unmuteRequested.store(true, ordering: .releasing) }),
-      (SIGINT, { $0.stopRequested.store(true, ordering: .releasing) }),
-      (SIGTERM, { $0.stopRequested.store(true, ordering: .releasing) }),
-    ]
-    for (sig, action) in actions {
-      signal(sig, SIG_IGN)
-      let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-      source.setEventHandler { [weak self] in
-        if let self { action(self) }
-        wake.signal()
-      }
-      source.resume()
-      signalSources.append(source)
-    }
-  }
-
 }
 
 extension JackClient {
