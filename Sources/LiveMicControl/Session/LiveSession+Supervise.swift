@@ -215,7 +215,7 @@ extension LiveSession {
   /// (5 ms), a swap is collected (10 ms) or a suspended client's server is probed.
   private func nextWake(_ watch: Watch) -> DispatchTime {
     var due = min(
-      nextWakeTimeout(), book.nextRetry ?? .distantFuture, graphSettled ?? .distantFuture,
+      meterFeed.nextWake(followed: metersFollowed), book.nextRetry ?? .distantFuture, graphSettled ?? .distantFuture,
       recorder.nextFinishingDeadline ?? .distantFuture)
     if !learning.isEmpty { due = min(due, .now() + .milliseconds(5)) }
     // A reload does not wait for its fade: the old chain is collected here (and the swap a

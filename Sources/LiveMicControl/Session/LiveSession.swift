@@ -74,11 +74,8 @@ public final class LiveSession: @unchecked Sendable {
   var sessionOpen: NsmClient.Open?
   var sessionConnections: [String: [String]] = [:]
   var osc: OscServer?
-  /// The last meter reading and when it was taken.
-  var lastMeters: MeterReading?
-  var lastMeterRead = DispatchTime(uptimeNanoseconds: 0)
-  /// Until when (uptime nanoseconds) a one-shot `meters` request keeps the metering on.
-  var meterLeaseEnd: UInt64 = 0
+  /// The meters served to requests and subscribers, and their lease.
+  let meterFeed = MeterFeed()
   /// The one state: the server link, the user's mute mode, the route's mute
   /// (`SupervisorState`; changed only through `transition`).
   var supervisorState = SupervisorState()
