@@ -23,7 +23,7 @@ extension LiveSession {
     var delayMilliseconds = 20
     var nextAttempt = DispatchTime.now() + .milliseconds(delayMilliseconds)
     var attempt = 0
-    abandonLearns("the JACK server went away before a MIDI controller moved")
+    midiLearn.abandon("the JACK server went away before a MIDI controller moved")
     defer { JackMessages.setQuiet(false) }
     while true {
       if signals.stopRequested { return nil }
@@ -215,9 +215,10 @@ extension LiveSession {
   /// (5 ms), a swap is collected (10 ms) or a suspended client's server is probed.
   private func nextWake(_ watch: Watch) -> DispatchTime {
     var due = min(
-      meterFeed.nextWake(followed: metersFollowed), book.nextRetry ?? .distantFuture, graphSettled ?? .distantFuture,
+      meterFeed.nextWake(followed: metersFollowed), book.nextRetry ?? .distantFuture,
+      graphSettled ?? .distantFuture,
       recorder.nextFinishingDeadline ?? .distantFuture)
-    if !learning.isEmpty { due = min(due, .now() + .milliseconds(5)) }
+    if midiLearn.isWaiting { due = min(due, .now() + .milliseconds(5)) }
     // A reload does not wait for its fade: the old chain is collected here (and the swap a
     // later reload left waiting can begin).
     if running.swapUnderway { due = min(due, .now() + .milliseconds(10)) }
@@ -228,7 +229,7 @@ extension LiveSession {
   /// Stops on a signal: fades the output out (at most 300 ms), closes the client, logs.
   private func stop(_ client: JackClient, _ state: ProcessState) -> Outcome {
     transition(.stop, reason: "signal")
-    abandonLearns("LiveMic stopped before a MIDI controller moved")
+    midiLearn.abandon("LiveMic stopped before a MIDI controller moved")
     state.ramp.fadeOut()
     _ = waitUntilSilent(state) { client.events.serverLost.load(ordering: .acquiring) }
     client.close()
@@ -236,11 +237,21 @@ extension LiveSession {
     return .stop
   }
 
+  /// Answers the `learn` requests whose controller moved (mapping it on the running chain)
+  /// or whose wait is over.
+  private func pollLearns(_ state: ProcessState) {
+    midiLearn.poll(state.midi) { cc, channel, key in
+      running.learn(cc: cc, channel: channel - 1, key: key)
+      bindMidi(state)
+      Log.info("MIDI CC \(cc) on channel \(channel) now sets '\(key)'")
+    }
+  }
+
   /// Answers the control requests that arrived; `learn` and `record stop` answer later.
   private func answerRequests(_ client: JackClient, _ state: ProcessState) {
     for request in control?.takeRequests() ?? [] {
       if request.request["cmd"]?.string == ControlProtocol.Command.learn.rawValue {
-        startLearn(request, state)
+        midiLearn.start(request, chain: running.chain, midi: state.midi)
       } else if request.request["cmd"]?.string == ControlProtocol.Command.record.rawValue
         && request.request["action"]?.string == ControlProtocol.RecordAction.stop.rawValue
       {

@@ -81,7 +81,7 @@ public final class LiveSession: @unchecked Sendable {
   var supervisorState = SupervisorState()
 
   /// The `learn` requests waiting for a MIDI controller to move.
-  var learning: [Learning] = []
+  let midiLearn = MidiLearn()
   /// The presets that follow the output device (`--autoload`), if any.
   var autoload: AutoloadRules?
   /// When a graph change has settled and is to be followed (nil: none pending).
