@@ -70,9 +70,7 @@ public final class LiveSession: @unchecked Sendable {
   var inputRoute: RouteController?
   var control: ControlServer?
   /// The NSM session manager, the session it opened and the connections saved in it.
-  var nsm: NsmClient?
-  var sessionOpen: NsmClient.Open?
-  var sessionConnections: [String: [String]] = [:]
+  var nsm: NsmSession?
   var osc: OscServer?
   /// The meters served to requests and subscribers, and their lease.
   let meterFeed = MeterFeed()
@@ -133,7 +131,7 @@ public final class LiveSession: @unchecked Sendable {
       joinSession(url: url)
       if signals.stopRequested { return 0 }
     }
-    defer { nsm?.shutdown() }
+    defer { nsm?.client.shutdown() }
     let (preset, stages, sessionNote) = try loadStartingPreset(requested: requestedPreset)
     do { autoload = try AutoloadRules.load(options.autoload) } catch { throw .autoload(error) }
     if let autoload {
@@ -196,7 +194,7 @@ public final class LiveSession: @unchecked Sendable {
       let (preset, stages) = try Self.stages(for: options)
       return (preset, stages, nil)
     } catch {
-      guard let open = sessionOpen, options.preset == Self.sessionPresetPath(open.path) else { throw error }
+      guard let saved = nsm?.presetPath, options.preset == saved else { throw error }
       let note = "the saved state could not be used (\(error.description)); running '\(requested)'"
       Log.error(note)
       options.preset = requested
