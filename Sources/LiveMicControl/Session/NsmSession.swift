@@ -1,6 +1,6 @@
 import Dispatch
-import LiveMicEngine
 import Foundation
+import LiveMicEngine
 import LiveMicPresets
 
 /// The NSM session LiveMic joined: the session manager's client, the session it opened, and
