@@ -5,9 +5,7 @@ import LiveMicPresets
 /// and events fanned out to the socket's and OSC's subscribers. Thread: the supervisor.
 extension LiveSession {
   /// True when a socket or OSC subscriber follows the meters.
-  var metersFollowed: Bool {
-    (control?.hasSubscribers("meters") ?? false) || (osc?.hasSubscribers("meters") ?? false)
-  }
+  var metersFollowed: Bool { doors.followed("meters") }
 
   /// The stages' gain reductions and the loudness meter's figures, for a meter reading.
   private var meterExtras: MeterFeed.Extras {
@@ -16,17 +14,14 @@ extension LiveSession {
 
   /// The meters for a `meters` request.
   func currentMeters(_ state: ProcessState) -> MeterReading {
-    meterFeed.current(
+    doors.meters.current(
       state.meters, cycles: { state.cycles.load(ordering: .relaxed) }, followed: metersFollowed, meterExtras)
   }
 
   /// Sends a meter reading to the subscribers when one is due.
   func streamMeters(_ state: ProcessState) {
-    guard let reading = meterFeed.due(state.meters, followed: metersFollowed, meterExtras) else { return }
-    if control?.hasSubscribers("meters") ?? false {
-      control?.broadcast("meters", Self.meterStreamLine(reading.fields))
-    }
-    if osc?.hasSubscribers("meters") ?? false { osc?.sendMeters(reading.oscValues) }
+    guard let reading = doors.meters.due(state.meters, followed: metersFollowed, meterExtras) else { return }
+    doors.send(reading)
   }
 
   /// A meters stream line: `{"stream":"meters",` first, as the protocol promises (a client
@@ -37,10 +32,5 @@ extension LiveSession {
   }
 
   /// Hands an event (as written to `--events`) to the subscribers.
-  func fanOut(event name: String, object: JSONObject) {
-    if control?.hasSubscribers("events") ?? false {
-      control?.broadcast("events", ControlServer.streamLine("event", object))
-    }
-    if osc?.hasSubscribers("events") ?? false { osc?.sendEvent(name, object.encoded()) }
-  }
+  func fanOut(event name: String, object: JSONObject) { doors.send(event: name, object) }
 }

@@ -158,6 +158,10 @@ extension LiveSession {
     var sampleRate: UInt32
     var freewheel: Recorder.FreewheelWatch
     var nextLivenessProbe = DispatchTime.now()
+    /// Xrun totals seen, for "xruns in the last minute" (a new client counts from zero).
+    var xrunHistory = XrunHistory()
+    /// When the last `health` event went out.
+    var lastHealth = DispatchTime.now()
   }
 
   /// Watches the engine's events until asked to stop or the server goes away: each wake runs
@@ -170,8 +174,7 @@ extension LiveSession {
       freewheel: Recorder.FreewheelWatch(droppedAtStart: recorder.dropCounts))
     // A server that went away freewheeling leaves the writers at their real-time pace.
     defer { if watch.freewheel.on { recorder.paceWriters(freewheeling: false) } }
-    xrunHistory.removeAll()  // a new client counts from zero
-    graphSettled = nil
+    routing.graphSettled = nil
     while true {
       _ = events.wake.wait(timeout: nextWake(watch))
       // First of all: a freewheel start speeds the writers up at once.
@@ -201,7 +204,7 @@ extension LiveSession {
       running.swapUnderway = state.slot.collect()
       client.applyRequestedLatency()
       followLatency(client)
-      emitHealthEvery10Seconds(client, state)
+      emitHealthEvery10Seconds(client, state, &watch)
       followPresetFile(client, state)
       followGraph(client, state)
       if signals.takeUnmute() { _ = unmute(client, state) }
@@ -215,8 +218,8 @@ extension LiveSession {
   /// (5 ms), a swap is collected (10 ms) or a suspended client's server is probed.
   private func nextWake(_ watch: Watch) -> DispatchTime {
     var due = min(
-      meterFeed.nextWake(followed: metersFollowed), book.nextRetry ?? .distantFuture,
-      graphSettled ?? .distantFuture,
+      doors.meters.nextWake(followed: metersFollowed), book.nextRetry ?? .distantFuture,
+      routing.graphSettled ?? .distantFuture,
       recorder.nextFinishingDeadline ?? .distantFuture)
     if midiLearn.isWaiting { due = min(due, .now() + .milliseconds(5)) }
     // A reload does not wait for its fade: the old chain is collected here (and the swap a
@@ -273,15 +276,17 @@ extension LiveSession {
   }
 
   /// The `health` event, every 10 s: DSP load, xruns, cycles, stage times.
-  private func emitHealthEvery10Seconds(_ client: JackClient, _ state: ProcessState) {
-    guard DispatchTime.now().uptimeNanoseconds > lastHealth.uptimeNanoseconds + 10_000_000_000 else { return }
-    lastHealth = .now()
+  private func emitHealthEvery10Seconds(_ client: JackClient, _ state: ProcessState, _ watch: inout Watch) {
+    guard DispatchTime.now().uptimeNanoseconds > watch.lastHealth.uptimeNanoseconds + 10_000_000_000 else {
+      return
+    }
+    watch.lastHealth = .now()
     let xrunsNow = client.events.xruns.load(ordering: .relaxed)
     stream.emit(
       "health",
       [
         "dsp_load_percent": .number(Double(client.cpuLoadPercent)), "xruns": .int(Int(xrunsNow)),
-        "xruns_last_minute": .int(Int(xrunHistory.lastMinute(total: xrunsNow))),
+        "xruns_last_minute": .int(Int(watch.xrunHistory.lastMinute(total: xrunsNow))),
         "cycles": .int(Int(state.cycles.load(ordering: .relaxed))), "stages": .string(running.stageSummary()),
       ])
   }
@@ -303,11 +308,11 @@ extension LiveSession {
   /// as a user undoing them.
   private func followGraph(_ client: JackClient, _ state: ProcessState) {
     let events = client.events
-    if events.graphChanged.exchange(false, ordering: .acquiringAndReleasing) && graphSettled == nil {
-      graphSettled = .now() + .milliseconds(100)
+    if events.graphChanged.exchange(false, ordering: .acquiringAndReleasing) && routing.graphSettled == nil {
+      routing.graphSettled = .now() + .milliseconds(100)
     }
-    if let settled = graphSettled, DispatchTime.now() >= settled {
-      graphSettled = nil
+    if let settled = routing.graphSettled, DispatchTime.now() >= settled {
+      routing.graphSettled = nil
       _ = events.graphChanged.exchange(false, ordering: .acquiringAndReleasing)
       if suspended { return }
       book.connectPending(client)
@@ -324,11 +329,11 @@ extension LiveSession {
     let events = client.events
     let xruns = events.xruns.load(ordering: .relaxed)
     let now = DispatchTime.now()
-    xrunHistory.record(xruns, at: now)
+    watch.xrunHistory.record(xruns, at: now)
     guard xruns != watch.reportedXruns,
       now.uptimeNanoseconds > watch.lastXrunReport.uptimeNanoseconds + 1_000_000_000
     else { return }
-    let lastMinute = xruns - min(xrunHistory.oldestTotal ?? 0, watch.reportedXruns)
+    let lastMinute = xruns - min(watch.xrunHistory.oldestTotal ?? 0, watch.reportedXruns)
     let delay = Float(bitPattern: events.lastXrunMicrosecondsBits.load(ordering: .relaxed))
     let load = client.cpuLoadPercent
     Log.info(

@@ -63,38 +63,41 @@ public final class LiveSession: @unchecked Sendable {
   var options: RunOptions
   /// What SIGINT/SIGTERM, SIGHUP and SIGUSR1 asked for.
   let signals = SignalFlags()
-  /// The chain running (or to run after a reconnection), its preset and MIDI mappings; set
-  /// once the first chain is built in `run`.
-  var running: RunningChain!
-  var route: RouteController?
-  var inputRoute: RouteController?
-  var control: ControlServer?
-  /// The NSM session manager, the session it opened and the connections saved in it.
-  var nsm: NsmSession?
-  var osc: OscServer?
-  /// The meters served to requests and subscribers, and their lease.
-  let meterFeed = MeterFeed()
+  /// Wakes the supervisor: JACK's callbacks (of every client it opens) and the signal handlers.
+  let wake: DispatchSemaphore
   /// The one state: the server link, the user's mute mode, the route's mute
   /// (`SupervisorState`; changed only through `transition`).
   var supervisorState = SupervisorState()
-
+  /// The chain running (or to run after a reconnection), its preset and MIDI mappings; set
+  /// once the first chain is built in `run`.
+  var running: RunningChain!
+  /// The connections, the routes, the autoload rules and the graph's settling.
+  let routing = Routing()
+  /// The control socket, OSC and the meters they serve.
+  let doors = Doors()
+  /// The NSM session manager, the session it opened and the connections saved in it.
+  var nsm: NsmSession?
   /// The `learn` requests waiting for a MIDI controller to move.
   let midiLearn = MidiLearn()
-  /// The presets that follow the output device (`--autoload`), if any.
-  var autoload: AutoloadRules?
-  /// When a graph change has settled and is to be followed (nil: none pending).
-  var graphSettled: DispatchTime?
   /// The structured event stream (`--events`), also fanned out to the subscribers.
   let stream: EventStream
-  /// Xrun totals seen, for "xruns in the last minute".
-  var xrunHistory = XrunHistory()
-  var lastHealth = DispatchTime.now()
-  /// Wakes the supervisor: JACK's callbacks (of every client it opens) and the signal handlers.
-  let wake: DispatchSemaphore
-  /// The connections LiveMic's ports have, kept across server restarts.
-  let book = ConnectionBook()
   /// The recordings, the stream and the loudness meter, with the tap table they share.
   let recorder: Recorder
+
+  // The parts' state the supervisor's code reads most, by the names it has always had.
+  var route: RouteController? {
+    get { routing.output }
+    set { routing.output = newValue }
+  }
+  var inputRoute: RouteController? {
+    get { routing.input }
+    set { routing.input = newValue }
+  }
+  var book: ConnectionBook { routing.book }
+  var control: ControlServer? {
+    get { doors.control }
+    set { doors.control = newValue }
+  }
 
   /// A session for `options`; opens the event stream (`--events`), nothing else yet.
   public init(options: RunOptions) throws(SessionError) {
@@ -133,8 +136,8 @@ public final class LiveSession: @unchecked Sendable {
     }
     defer { nsm?.client.shutdown() }
     let (preset, stages, sessionNote) = try loadStartingPreset(requested: requestedPreset)
-    do { autoload = try AutoloadRules.load(options.autoload) } catch { throw .autoload(error) }
-    if let autoload {
+    do { routing.autoload = try AutoloadRules.load(options.autoload) } catch { throw .autoload(error) }
+    if let autoload = routing.autoload {
       Log.info(
         "autoload: \(autoload.rules.count) rule(s) from '\(autoload.path)'"
           + (autoload.fallback.map { ", fallback '\($0)'" } ?? ""))
@@ -178,11 +181,11 @@ public final class LiveSession: @unchecked Sendable {
     stream.listener = { [unowned self] name, object in self.fanOut(event: name, object: object) }
     if let port = options.oscPort, let control {
       do {
-        osc = try OscServer(host: options.oscHost, port: port, control: control)
+        doors.osc = try OscServer(host: options.oscHost, port: port, control: control)
         Log.info("OSC on \(options.oscHost):\(port) (/livemic/...)")
       } catch { Log.error(error.description + "; running without it") }
     }
-    defer { osc?.shutdown() }
+    defer { doors.osc?.shutdown() }
     confirmSessionOpen(note: sessionNote)
     return superviseUntilStopped(client, state)
   }
