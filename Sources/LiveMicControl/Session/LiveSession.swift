@@ -228,7 +228,9 @@ public final class LiveSession: @unchecked Sendable {
   private func superviseUntilStopped(_ client: JackClient, _ state: ProcessState) -> Int32 {
     var (client, state) = (client, state)
     while true {
-      switch supervise(client, state: state) {
+      let connection = LiveConnection(
+        client: client, state: state, freewheel: Recorder.FreewheelWatch(droppedAtStart: recorder.dropCounts))
+      switch supervise(connection) {
       case .stop:
         recorder.stopAllTapConsumers()
         stream.emit("stopped", ["cycles": .int(Int(state.cycles.load(ordering: .relaxed)))])
