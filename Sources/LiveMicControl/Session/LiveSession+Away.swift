@@ -8,6 +8,11 @@ import LiveMicPresets
 /// runs once the server is back; a mute or unmute holds across the reconnection; the rest needs
 /// the server. Thread: the supervisor.
 extension LiveSession {
+  /// Answers the requests that arrived while the server is away (the reconnection's loops).
+  func answerWhileAway() {
+    for request in control?.takeRequests() ?? [] { request.answer(answerWhileAway(request.request)) }
+  }
+
   func answerWhileAway(_ request: JSONObject) -> String {
     let command = request["cmd"]?.string ?? ""
     do throws(ControlError) {

@@ -63,7 +63,7 @@ extension LiveSession {
           "the output did not ramp to silence in 300 ms (the audio thread is stalled): "
             + "cut to silence; the fallback is connected once a silent cycle has run")
       }
-      graphSettled = .now() + .milliseconds(50)
+      routing.graphSettled = .now() + .milliseconds(50)
       return
     }
     controller.commit(change, client: client, book: book)
@@ -90,7 +90,7 @@ extension LiveSession {
   /// (crossfaded like any reload; the mute state is kept; the preset's own route is not applied,
   /// the route chose the preset). Reported as `preset-loaded` with reason `autoload`.
   func followAutoload(_ client: JackClient, _ state: ProcessState) {
-    guard let autoload, let route else { return }
+    guard let autoload = routing.autoload, let route else { return }
     let targets = route.current
     guard let choice = autoload.preset(for: targets), choice.preset != running.presetName else { return }
     let goes = targets.isEmpty ? "nothing" : targets.joined(separator: ", ")

@@ -23,14 +23,14 @@ extension LiveSession {
     var delayMilliseconds = 20
     var nextAttempt = DispatchTime.now() + .milliseconds(delayMilliseconds)
     var attempt = 0
-    abandonLearns("the JACK server went away before a MIDI controller moved")
+    midiLearn.abandon("the JACK server went away before a MIDI controller moved")
     defer { JackMessages.setQuiet(false) }
     while true {
-      if stopRequested.load(ordering: .acquiring) { return nil }
+      if signals.stopRequested { return nil }
       _ = wake.wait(timeout: nextAttempt)
-      if stopRequested.load(ordering: .acquiring) { return nil }
+      if signals.stopRequested { return nil }
       // The control door stays open while the server is away.
-      for request in control?.takeRequests() ?? [] { request.answer(answerWhileAway(request.request)) }
+      answerWhileAway()
       recorder.pollFinishingRecordings()
       guard DispatchTime.now() >= nextAttempt else { continue }
       attempt += 1
@@ -39,7 +39,7 @@ extension LiveSession {
       nextAttempt = .now() + .milliseconds(delayMilliseconds)
       let opened = openBeside(closing: dead)
       dead = nil
-      if stopRequested.load(ordering: .acquiring) {
+      if signals.stopRequested {
         opened?.close()
         return nil
       }
@@ -105,23 +105,6 @@ extension LiveSession {
     }
   }
 
-  /// Whether a shutdown callback was an error, not a loss: PipeWire 0.3.65's libjack calls it
-  /// for any error the daemon reports against its core object (an "unknown resource" when a
-  /// port it was binding vanished, seen under load as another client closed), and the client
-  /// goes on working. True only when the daemon LiveMic opened still holds its connection and
-  /// the process callback still runs (two cycles within 500 ms): a daemon that died, or that
-  /// destroyed LiveMic's client, fails one of them and LiveMic reconnects.
-  private func shutdownWasAnError(_ client: JackClient, _ state: ProcessState) -> Bool {
-    guard client.daemonStillThere else { return false }
-    let cycles = state.cycles.load(ordering: .relaxed)
-    let deadline = DispatchTime.now() + .milliseconds(500)
-    while state.cycles.load(ordering: .relaxed) < cycles + 2 {
-      guard DispatchTime.now() < deadline else { return false }
-      usleep(5000)
-    }
-    return client.daemonStillThere
-  }
-
   /// Closes `dead` (when given) and opens a new client on a thread beside the request loop,
   /// answering requests meanwhile: either can take seconds on a server that is going away. Nil
   /// when the open failed, or (the thread then finishes alone) when a stop was requested.
@@ -137,9 +120,9 @@ extension LiveSession {
     while true {
       let (done, client) = result.state.withLock { $0 }
       if done { return client }
-      if stopRequested.load(ordering: .acquiring) { return nil }
+      if signals.stopRequested { return nil }
       _ = wake.wait(timeout: .now() + .milliseconds(50))
-      for request in control?.takeRequests() ?? [] { request.answer(answerWhileAway(request.request)) }
+      answerWhileAway()
     }
   }
 
@@ -150,42 +133,27 @@ extension LiveSession {
 
   enum Outcome { case stop, serverLost }
 
-  /// What the supervisor remembers from one wake to the next about one client.
-  struct Watch {
-    var reportedXruns: UInt64 = 0
-    var lastXrunReport = DispatchTime(uptimeNanoseconds: 0)
-    var bufferFrames: UInt32
-    var sampleRate: UInt32
-    var freewheel: Recorder.FreewheelWatch
-    var nextLivenessProbe = DispatchTime.now()
-  }
-
   /// Watches the engine's events until asked to stop or the server goes away: each wake runs
   /// the steps below in turn.
-  func supervise(_ client: JackClient, state: ProcessState) -> Outcome {
-    let events = client.events
-    var watch = Watch(
-      bufferFrames: events.bufferFrames.load(ordering: .relaxed),
-      sampleRate: events.sampleRate.load(ordering: .relaxed),
-      freewheel: Recorder.FreewheelWatch(droppedAtStart: recorder.dropCounts))
+  func supervise(_ connection: LiveConnection) -> Outcome {
+    let (client, state, events) = (connection.client, connection.state, connection.client.events)
     // A server that went away freewheeling leaves the writers at their real-time pace.
-    defer { if watch.freewheel.on { recorder.paceWriters(freewheeling: false) } }
-    xrunHistory.removeAll()  // a new client counts from zero
-    graphSettled = nil
+    defer { if connection.watch.freewheel.on { recorder.paceWriters(freewheeling: false) } }
+    routing.graphSettled = nil
     while true {
-      _ = events.wake.wait(timeout: nextWake(watch))
+      _ = events.wake.wait(timeout: nextWake(connection.watch))
       // First of all: a freewheel start speeds the writers up at once.
-      recorder.followFreewheel(&watch.freewheel, events)
+      recorder.followFreewheel(&connection.watch.freewheel, events)
       streamMeters(state)
-      if stopRequested.load(ordering: .acquiring) { return stop(client, state) }
+      if signals.stopRequested { return stop(connection) }
       // Suspended (deactivated) on PipeWire, nothing reports a server loss: ask once a second.
-      if suspended && DispatchTime.now() >= watch.nextLivenessProbe {
-        watch.nextLivenessProbe = .now() + .seconds(1)
+      if suspended && DispatchTime.now() >= connection.watch.nextLivenessProbe {
+        connection.watch.nextLivenessProbe = .now() + .seconds(1)
         if !client.serverAnswers() { events.serverLost.store(true, ordering: .releasing) }
       }
       // Taken first, so a callback that comes during the check is seen at the next wake.
       if events.serverLost.exchange(false, ordering: .acquiringAndReleasing) {
-        guard !suspended && shutdownWasAnError(client, state) else {
+        guard !suspended && connection.shutdownWasAnError() else {
           events.serverLost.store(true, ordering: .releasing)
           return .serverLost
         }
@@ -195,29 +163,30 @@ extension LiveSession {
       }
       answerSessionSaves(client)
       recorder.superviseTapConsumers(audioRunning: !suspended)
-      answerRequests(client, state)
+      answerRequests(connection)
       pollLearns(state)
       recorder.pollFinishingRecordings()
       running.swapUnderway = state.slot.collect()
       client.applyRequestedLatency()
       followLatency(client)
-      emitHealthEvery10Seconds(client, state)
-      followPresetFile(client, state)
-      followGraph(client, state)
-      if unmuteRequested.exchange(false, ordering: .acquiringAndReleasing) { _ = unmute(client, state) }
-      reportXruns(client, &watch)
+      emitHealthEvery10Seconds(connection)
+      followPresetFile(connection)
+      followGraph(connection)
+      if signals.takeUnmute() { _ = unmute(client, state) }
+      reportXruns(connection)
       for line in running.drainPluginLogs() { Log.info(line) }
-      if reportFormatChanges(events, &watch) { followPeriod(client, state) }
+      if connection.reportFormatChanges() { followPeriod(client, state) }
     }
   }
 
   /// When the supervisor must wake at the latest: its timers, faster while a MIDI learn waits
   /// (5 ms), a swap is collected (10 ms) or a suspended client's server is probed.
-  private func nextWake(_ watch: Watch) -> DispatchTime {
+  private func nextWake(_ watch: LiveConnection.Watch) -> DispatchTime {
     var due = min(
-      nextWakeTimeout(), book.nextRetry ?? .distantFuture, graphSettled ?? .distantFuture,
+      doors.meters.nextWake(followed: metersFollowed), book.nextRetry ?? .distantFuture,
+      routing.graphSettled ?? .distantFuture,
       recorder.nextFinishingDeadline ?? .distantFuture)
-    if !learning.isEmpty { due = min(due, .now() + .milliseconds(5)) }
+    if midiLearn.isWaiting { due = min(due, .now() + .milliseconds(5)) }
     // A reload does not wait for its fade: the old chain is collected here (and the swap a
     // later reload left waiting can begin).
     if running.swapUnderway { due = min(due, .now() + .milliseconds(10)) }
@@ -226,26 +195,33 @@ extension LiveSession {
   }
 
   /// Stops on a signal: fades the output out (at most 300 ms), closes the client, logs.
-  private func stop(_ client: JackClient, _ state: ProcessState) -> Outcome {
+  private func stop(_ connection: LiveConnection) -> Outcome {
+    let (client, state) = (connection.client, connection.state)
     transition(.stop, reason: "signal")
-    abandonLearns("LiveMic stopped before a MIDI controller moved")
+    midiLearn.abandon("LiveMic stopped before a MIDI controller moved")
     state.ramp.fadeOut()
-    let deadline = DispatchTime.now() + .milliseconds(300)
-    while !state.ramp.isSilent && DispatchTime.now() < deadline
-      && !client.events.serverLost.load(ordering: .acquiring)
-    {
-      usleep(2000)
-    }
+    _ = waitUntilSilent(state) { client.events.serverLost.load(ordering: .acquiring) }
     client.close()
     Log.info("stopped after \(state.cycles.load(ordering: .relaxed)) cycles; " + running.stageSummary())
     return .stop
   }
 
+  /// Answers the `learn` requests whose controller moved (mapping it on the running chain)
+  /// or whose wait is over.
+  private func pollLearns(_ state: ProcessState) {
+    midiLearn.poll(state.midi) { cc, channel, key in
+      running.learn(cc: cc, channel: channel - 1, key: key)
+      bindMidi(state)
+      Log.info("MIDI CC \(cc) on channel \(channel) now sets '\(key)'")
+    }
+  }
+
   /// Answers the control requests that arrived; `learn` and `record stop` answer later.
-  private func answerRequests(_ client: JackClient, _ state: ProcessState) {
+  private func answerRequests(_ connection: LiveConnection) {
+    let (client, state) = (connection.client, connection.state)
     for request in control?.takeRequests() ?? [] {
       if request.request["cmd"]?.string == ControlProtocol.Command.learn.rawValue {
-        startLearn(request, state)
+        midiLearn.start(request, chain: running.chain, midi: state.midi)
       } else if request.request["cmd"]?.string == ControlProtocol.Command.record.rawValue
         && request.request["action"]?.string == ControlProtocol.RecordAction.stop.rawValue
       {
@@ -267,22 +243,26 @@ extension LiveSession {
   }
 
   /// The `health` event, every 10 s: DSP load, xruns, cycles, stage times.
-  private func emitHealthEvery10Seconds(_ client: JackClient, _ state: ProcessState) {
-    guard DispatchTime.now().uptimeNanoseconds > lastHealth.uptimeNanoseconds + 10_000_000_000 else { return }
-    lastHealth = .now()
+  private func emitHealthEvery10Seconds(_ connection: LiveConnection) {
+    let (client, state) = (connection.client, connection.state)
+    guard
+      DispatchTime.now().uptimeNanoseconds > connection.watch.lastHealth.uptimeNanoseconds + 10_000_000_000
+    else { return }
+    connection.watch.lastHealth = .now()
     let xrunsNow = client.events.xruns.load(ordering: .relaxed)
     stream.emit(
       "health",
       [
         "dsp_load_percent": .number(Double(client.cpuLoadPercent)), "xruns": .int(Int(xrunsNow)),
-        "xruns_last_minute": .int(Int(xrunHistory.lastMinute(total: xrunsNow))),
+        "xruns_last_minute": .int(Int(connection.watch.xrunHistory.lastMinute(total: xrunsNow))),
         "cycles": .int(Int(state.cycles.load(ordering: .relaxed))), "stages": .string(running.stageSummary()),
       ])
   }
 
   /// Reloads the preset on SIGHUP, or with `--watch` when its file changed.
-  private func followPresetFile(_ client: JackClient, _ state: ProcessState) {
-    if reloadRequested.exchange(false, ordering: .acquiringAndReleasing) {
+  private func followPresetFile(_ connection: LiveConnection) {
+    let (client, state) = (connection.client, connection.state)
+    if signals.takeReload() {
       reloadPreset(client, state: state, reason: "SIGHUP")
     } else if options.watch, running.presetFileChanged() {
       reloadPreset(client, state: state, reason: "the file changed")
@@ -295,13 +275,13 @@ extension LiveSession {
   /// graph settles first (100 ms after the first change, answering requests meanwhile): a
   /// client that quits drops its connections a moment before its ports, and that must not read
   /// as a user undoing them.
-  private func followGraph(_ client: JackClient, _ state: ProcessState) {
-    let events = client.events
-    if events.graphChanged.exchange(false, ordering: .acquiringAndReleasing) && graphSettled == nil {
-      graphSettled = .now() + .milliseconds(100)
+  private func followGraph(_ connection: LiveConnection) {
+    let (client, state, events) = (connection.client, connection.state, connection.client.events)
+    if events.graphChanged.exchange(false, ordering: .acquiringAndReleasing) && routing.graphSettled == nil {
+      routing.graphSettled = .now() + .milliseconds(100)
     }
-    if let settled = graphSettled, DispatchTime.now() >= settled {
-      graphSettled = nil
+    if let settled = routing.graphSettled, DispatchTime.now() >= settled {
+      routing.graphSettled = nil
       _ = events.graphChanged.exchange(false, ordering: .acquiringAndReleasing)
       if suspended { return }
       book.connectPending(client)
@@ -314,44 +294,29 @@ extension LiveSession {
   /// Keeps the last minute of xrun totals (sampled at every wake, at least once a second) and
   /// reports new xruns at most once a second, in the log and the stream, with the counts
   /// behind them.
-  private func reportXruns(_ client: JackClient, _ watch: inout Watch) {
-    let events = client.events
+  private func reportXruns(_ connection: LiveConnection) {
+    let (client, events) = (connection.client, connection.client.events)
     let xruns = events.xruns.load(ordering: .relaxed)
     let now = DispatchTime.now()
-    xrunHistory.record(xruns, at: now)
-    guard xruns != watch.reportedXruns,
-      now.uptimeNanoseconds > watch.lastXrunReport.uptimeNanoseconds + 1_000_000_000
+    connection.watch.xrunHistory.record(xruns, at: now)
+    guard xruns != connection.watch.reportedXruns,
+      now.uptimeNanoseconds > connection.watch.lastXrunReport.uptimeNanoseconds + 1_000_000_000
     else { return }
-    let lastMinute = xruns - min(xrunHistory.oldestTotal ?? 0, watch.reportedXruns)
+    let lastMinute =
+      xruns - min(connection.watch.xrunHistory.oldestTotal ?? 0, connection.watch.reportedXruns)
     let delay = Float(bitPattern: events.lastXrunMicrosecondsBits.load(ordering: .relaxed))
     let load = client.cpuLoadPercent
     Log.info(
-      "xruns: \(xruns - watch.reportedXruns) new, \(xruns) in total, \(lastMinute) in the last minute; last delay "
+      "xruns: \(xruns - connection.watch.reportedXruns) new, \(xruns) in total, \(lastMinute) in the last minute; last delay "
         + String(format: "%.0f", delay) + " µs; DSP load " + String(format: "%.1f", load) + "%")
     stream.emit(
       "xrun",
       [
-        "new": .int(Int(xruns - watch.reportedXruns)), "total": .int(Int(xruns)),
+        "new": .int(Int(xruns - connection.watch.reportedXruns)), "total": .int(Int(xruns)),
         "last_minute": .int(Int(lastMinute)),
         "delay_us": .number(Double(delay)), "dsp_load_percent": .number(Double(load)),
       ])
-    watch.reportedXruns = xruns
-    watch.lastXrunReport = now
-  }
-
-  /// Logs a new buffer size or sample rate; true when the buffer size changed.
-  private func reportFormatChanges(_ events: EngineEvents, _ watch: inout Watch) -> Bool {
-    let frames = events.bufferFrames.load(ordering: .relaxed)
-    let periodChanged = frames != watch.bufferFrames
-    if periodChanged {
-      watch.bufferFrames = frames
-      Log.info("buffer size is now \(frames) frames")
-    }
-    let rate = events.sampleRate.load(ordering: .relaxed)
-    if rate != watch.sampleRate {
-      watch.sampleRate = rate
-      Log.info("sample rate is now \(rate) Hz")
-    }
-    return periodChanged
+    connection.watch.reportedXruns = xruns
+    connection.watch.lastXrunReport = now
   }
 }

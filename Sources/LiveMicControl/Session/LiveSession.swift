@@ -61,47 +61,43 @@ extension SessionError {
 /// connects, then watches JACK's events until a signal or a server loss. Never real-time.
 public final class LiveSession: @unchecked Sendable {
   var options: RunOptions
-  let stopRequested = Atomic<Bool>(false)
-  var signalSources: [any DispatchSourceSignal] = []
-  /// The chain running (or to run after a reconnection), its preset and MIDI mappings; set
-  /// once the first chain is built in `run`.
-  var running: RunningChain!
-  let reloadRequested = Atomic<Bool>(false)
-  let unmuteRequested = Atomic<Bool>(false)
-  var route: RouteController?
-  var inputRoute: RouteController?
-  var control: ControlServer?
-  /// The NSM session manager, the session it opened and the connections saved in it.
-  var nsm: NsmClient?
-  var sessionOpen: NsmClient.Open?
-  var sessionConnections: [String: [String]] = [:]
-  var osc: OscServer?
-  /// The last meter reading and when it was taken.
-  var lastMeters: MeterReading?
-  var lastMeterRead = DispatchTime(uptimeNanoseconds: 0)
-  /// Until when (uptime nanoseconds) a one-shot `meters` request keeps the metering on.
-  var meterLeaseEnd: UInt64 = 0
+  /// What SIGINT/SIGTERM, SIGHUP and SIGUSR1 asked for.
+  let signals = SignalFlags()
+  /// Wakes the supervisor: JACK's callbacks (of every client it opens) and the signal handlers.
+  let wake: DispatchSemaphore
   /// The one state: the server link, the user's mute mode, the route's mute
   /// (`SupervisorState`; changed only through `transition`).
   var supervisorState = SupervisorState()
-
+  /// The chain running (or to run after a reconnection), its preset and MIDI mappings; set
+  /// once the first chain is built in `run`.
+  var running: RunningChain!
+  /// The connections, the routes, the autoload rules and the graph's settling.
+  let routing = Routing()
+  /// The control socket, OSC and the meters they serve.
+  let doors = Doors()
+  /// The NSM session manager, the session it opened and the connections saved in it.
+  var nsm: NsmSession?
   /// The `learn` requests waiting for a MIDI controller to move.
-  var learning: [Learning] = []
-  /// The presets that follow the output device (`--autoload`), if any.
-  var autoload: AutoloadRules?
-  /// When a graph change has settled and is to be followed (nil: none pending).
-  var graphSettled: DispatchTime?
+  let midiLearn = MidiLearn()
   /// The structured event stream (`--events`), also fanned out to the subscribers.
   let stream: EventStream
-  /// Xrun totals seen, for "xruns in the last minute".
-  var xrunHistory = XrunHistory()
-  var lastHealth = DispatchTime.now()
-  /// Wakes the supervisor: JACK's callbacks (of every client it opens) and the signal handlers.
-  let wake: DispatchSemaphore
-  /// The connections LiveMic's ports have, kept across server restarts.
-  let book = ConnectionBook()
   /// The recordings, the stream and the loudness meter, with the tap table they share.
   let recorder: Recorder
+
+  // The parts' state the supervisor's code reads most, by the names it has always had.
+  var route: RouteController? {
+    get { routing.output }
+    set { routing.output = newValue }
+  }
+  var inputRoute: RouteController? {
+    get { routing.input }
+    set { routing.input = newValue }
+  }
+  var book: ConnectionBook { routing.book }
+  var control: ControlServer? {
+    get { doors.control }
+    set { doors.control = newValue }
+  }
 
   /// A session for `options`; opens the event stream (`--events`), nothing else yet.
   public init(options: RunOptions) throws(SessionError) {
@@ -131,17 +127,17 @@ public final class LiveSession: @unchecked Sendable {
   public func run() throws(SessionError) -> Int32 {
     // Before anything that logs: a SIGINT sent as soon as the log says LiveMic runs must not
     // meet the default disposition (or an ignored signal between the two).
-    installSignalHandlers()
+    signals.install(wake: wake)
     JackMessages.install()
     let requestedPreset = options.preset
     if let url = ProcessInfo.processInfo.environment["NSM_URL"], !url.isEmpty {
       joinSession(url: url)
-      if stopRequested.load(ordering: .acquiring) { return 0 }
+      if signals.stopRequested { return 0 }
     }
-    defer { nsm?.shutdown() }
+    defer { nsm?.client.shutdown() }
     let (preset, stages, sessionNote) = try loadStartingPreset(requested: requestedPreset)
-    do { autoload = try AutoloadRules.load(options.autoload) } catch { throw .autoload(error) }
-    if let autoload {
+    do { routing.autoload = try AutoloadRules.load(options.autoload) } catch { throw .autoload(error) }
+    if let autoload = routing.autoload {
       Log.info(
         "autoload: \(autoload.rules.count) rule(s) from '\(autoload.path)'"
           + (autoload.fallback.map { ", fallback '\($0)'" } ?? ""))
@@ -185,11 +181,11 @@ public final class LiveSession: @unchecked Sendable {
     stream.listener = { [unowned self] name, object in self.fanOut(event: name, object: object) }
     if let port = options.oscPort, let control {
       do {
-        osc = try OscServer(host: options.oscHost, port: port, control: control)
+        doors.osc = try OscServer(host: options.oscHost, port: port, control: control)
         Log.info("OSC on \(options.oscHost):\(port) (/livemic/...)")
       } catch { Log.error(error.description + "; running without it") }
     }
-    defer { osc?.shutdown() }
+    defer { doors.osc?.shutdown() }
     confirmSessionOpen(note: sessionNote)
     return superviseUntilStopped(client, state)
   }
@@ -201,7 +197,7 @@ public final class LiveSession: @unchecked Sendable {
       let (preset, stages) = try Self.stages(for: options)
       return (preset, stages, nil)
     } catch {
-      guard let open = sessionOpen, options.preset == Self.sessionPresetPath(open.path) else { throw error }
+      guard let saved = nsm?.presetPath, options.preset == saved else { throw error }
       let note = "the saved state could not be used (\(error.description)); running '\(requested)'"
       Log.error(note)
       options.preset = requested
@@ -232,7 +228,9 @@ public final class LiveSession: @unchecked Sendable {
   private func superviseUntilStopped(_ client: JackClient, _ state: ProcessState) -> Int32 {
     var (client, state) = (client, state)
     while true {
-      switch supervise(client, state: state) {
+      let connection = LiveConnection(
+        client: client, state: state, freewheel: Recorder.FreewheelWatch(droppedAtStart: recorder.dropCounts))
+      switch supervise(connection) {
       case .stop:
         recorder.stopAllTapConsumers()
         stream.emit("stopped", ["cycles": .int(Int(state.cycles.load(ordering: .relaxed)))])
@@ -350,10 +348,13 @@ public final class LiveSession: @unchecked Sendable {
       chain: chain, muted: audio.outputSilent, inputMuted: audio.inputMuted, taps: recorder.taps)
   }
 
-  /// Waits (up to `milliseconds`) until the output ramp is silent.
-  func waitUntilSilent(_ state: ProcessState, milliseconds: Int = 300) -> Bool {
+  /// Waits (up to `milliseconds`) until the output ramp is silent, or until `giveUp` says the
+  /// wait is pointless (the server went away: no cycle will ramp).
+  func waitUntilSilent(
+    _ state: ProcessState, milliseconds: Int = 300, giveUp: () -> Bool = { false }
+  ) -> Bool {
     let deadline = DispatchTime.now() + .milliseconds(milliseconds)
-    while !state.ramp.isSilent && DispatchTime.now() < deadline { usleep(2000) }
+    while !state.ramp.isSilent && DispatchTime.now() < deadline && !giveUp() { usleep(2000) }
     return state.ramp.isSilent
   }
 
@@ -398,30 +399,6 @@ public final class LiveSession: @unchecked Sendable {
       "latency capture-to-playback: \(capture) + \(chainLatencyFrames) (chain) + \(playback) = "
         + "\(total) frames (" + String(format: "%.1f", ms) + " ms)")
   }
-
-  func installSignalHandlers() {
-    let wake = self.wake
-    // A stream reader that goes away must give EPIPE, not kill the process.
-    signal(SIGPIPE, SIG_IGN)
-    // Each signal only sets its flag and wakes the supervisor.
-    let actions: [(Int32, @Sendable (LiveSession) -> Void)] = [
-      (SIGHUP, { $0.reloadRequested.store(true, ordering: .releasing) }),
-      (SIGUSR1, { $0.unmuteRequested.store(true, ordering: .releasing) }),
-      (SIGINT, { $0.stopRequested.store(true, ordering: .releasing) }),
-      (SIGTERM, { $0.stopRequested.store(true, ordering: .releasing) }),
-    ]
-    for (sig, action) in actions {
-      signal(sig, SIG_IGN)
-      let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-      source.setEventHandler { [weak self] in
-        if let self { action(self) }
-        wake.signal()
-      }
-      source.resume()
-      signalSources.append(source)
-    }
-  }
-
 }
 
 extension JackClient {

@@ -36,48 +36,6 @@ extension LiveSession {
     }
   }
 
-  /// Starts waiting for a MIDI controller to move on `midi_in` for `learn`: the request is
-  /// answered by `pollLearns` when one moves (it is then mapped to the key) or after 10 s, and
-  /// other requests are answered meanwhile. A bad key is answered at once.
-  func startLearn(_ pending: ControlServer.Pending, _ state: ProcessState) {
-    guard let key = pending.request["key"]?.string else {
-      return pending.answer(ControlServer.error("\"learn\" needs a \"key\" string"))
-    }
-    guard let p = running.chain.parameter(key), p.spec.kind != .output else {
-      return pending.answer(ControlServer.error("'\(key)' is not a settable parameter of the running chain"))
-    }
-    state.midi.learning.store(true, ordering: .relaxed)  // the audio thread reads midi_in from now on
-    let seen = state.midi.lastMoved.load(ordering: .relaxed) >> 16
-    learning.append(Learning(pending: pending, key: key, seen: seen, deadline: .now() + .seconds(10)))
-  }
-
-  /// Answers the `learn` requests whose controller moved or whose wait is over.
-  func pollLearns(_ state: ProcessState) {
-    guard !learning.isEmpty else { return }
-    let moved = state.midi.lastMoved.load(ordering: .relaxed)
-    let now = DispatchTime.now()
-    for learn in learning {
-      if moved >> 16 != learn.seen {
-        let (channel, cc, key) = (Int(moved >> 8 & 0xFF), Int(moved & 0x7F), learn.key)
-        running.learn(cc: cc, channel: channel, key: key)
-        bindMidi(state)
-        Log.info("MIDI CC \(cc) on channel \(channel + 1) now sets '\(key)'")
-        learn.pending.answer(
-          ControlServer.answer(["cc": .int(cc), "channel": .int(channel + 1), "key": .string(key)]))
-      } else if now >= learn.deadline {
-        learn.pending.answer(ControlServer.error("no MIDI controller moved on midi_in within 10 s"))
-      }
-    }
-    learning.removeAll { moved >> 16 != $0.seen || now >= $0.deadline }
-    state.midi.learning.store(!learning.isEmpty, ordering: .relaxed)
-  }
-
-  /// Answers every waiting `learn` with `reason` (the server went away, LiveMic stops).
-  func abandonLearns(_ reason: String) {
-    for learn in learning { learn.pending.answer(ControlServer.error(reason)) }
-    learning.removeAll()
-  }
-
   /// `last_missed_cycle` of `status`: the latest gap in the server's frame times (its frame
   /// time, frames missing, and its number in `missed_cycles`), and `recent_missed_cycles`, the
   /// last `MissedCycleHistory.capacity` of them; absent before the first.
@@ -211,37 +169,4 @@ extension LiveSession {
     return JSONValue(result)
   }
 
-}
-
-/// A `learn` request waiting for a MIDI controller to move: the controller counter seen when it
-/// arrived, and when the wait is over.
-struct Learning {
-  let pending: ControlServer.Pending
-  let key: String
-  let seen: UInt64
-  let deadline: DispatchTime
-}
-
-/// A control request that cannot be done; the message is one sentence, the code names the
-/// reason (`control.refused` unless the request's own error had one).
-struct ControlError: CodedError {
-  let message: String
-  let code: String
-  init(_ message: String, code: String = "control.refused") { (self.message, self.code) = (message, code) }
-  /// The control answer for a subsystem's error: its message and its code.
-  init(_ error: some CodedError) { (message, code) = (error.description, error.code) }
-  var description: String { message }
-}
-
-extension JSONObject {
-  /// A request's optional string field: its text, `fallback` when the field is absent or null,
-  /// and an error when it holds something else (a number given as an action was once taken as
-  /// the action's default).
-  func text(_ key: String, or fallback: String) throws(ControlError) -> String {
-    switch self[key] {
-    case nil, .null?: return fallback
-    case .string(let s)?: return s
-    default: throw ControlError("\"\(key)\" must be a string")
-    }
-  }
 }
