@@ -337,6 +337,13 @@ private func parseRun(_ reader: inout ArgumentReader) throws(UsageError) -> Comm
     case "--start-muted": options.startMuted = true
     case "--osc": options.oscPort = try reader.int(for: o, in: 1...65535)
     case "--osc-host": options.oscHost = try reader.value(for: o)
+    case "--web":
+      let text = try reader.value(for: o)
+      guard let binding = WebBinding.parse(text) else {
+        throw UsageError(
+          message: "--web takes [ADDRESS:]PORT with an IP address and a port 0-65535, not '\(text)'")
+      }
+      options.web = binding
     case "--midi-cc":
       let text = try reader.value(for: o)
       guard let mapping = MidiMapping(parsing: text) else {
