@@ -1,6 +1,7 @@
 import CEbur128
 import DSP
 import Foundation
+import LiveMicPresets
 
 #if canImport(Glibc)
   import Glibc
@@ -23,9 +24,9 @@ public struct LoudnessReading: Sendable, Equatable {
   /// The highest true peak of either channel since the start or the last reset.
   public var truePeak = -200.0
 
-  /// The fields of the `loudness` object (in `meters`, `status` and the meter stream).
-  public var fields: [String: Double] {
-    let r = { (x: Double) in (x * 10).rounded() / 10 }
+  /// The `loudness` object (in `meters`, `status` and the meter stream), to a tenth.
+  public var json: JSONValue {
+    let r = { (x: Double) in JSONValue.number((x * 10).rounded() / 10) }
     return [
       "momentary_lufs": r(momentary), "shortterm_lufs": r(shortTerm), "integrated_lufs": r(integrated),
       "range_lu": r(range), "true_peak_dbtp": r(truePeak),

@@ -273,7 +273,7 @@ extension Preset {
   }
 
   private static func checkKeys(
-    _ object: [String: JSONValue], allowed: [String], prefix: String, path: String
+    _ object: JSONObject, allowed: [String], prefix: String, path: String
   ) throws(PresetError) {
     if let extra = object.keys.sorted().first(where: { !allowed.contains($0) }) {
       throw .invalid(
@@ -284,7 +284,7 @@ extension Preset {
 
   /// The `id` (default `defaultId`) and `bypass` (default false) every chain entry may have.
   private static func idAndBypass(
-    _ object: [String: JSONValue], defaultId: String, key: String, path: String
+    _ object: JSONObject, defaultId: String, key: String, path: String
   ) throws(PresetError) -> (String, Bool) {
     var id = defaultId
     if let i = object["id"] {

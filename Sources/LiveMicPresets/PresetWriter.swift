@@ -27,69 +27,74 @@ public enum PresetWriter {
       throw PresetWriteError("cannot create the folder '\(folder)'")
     }
     let value = { (key: String) in chain.parameter(key).map { Double(chain.targets.value($0.index)) } }
-    var stages: [[String: Any]] = []
+    var stages: [JSONValue] = []
     for entry in entries {
       switch entry {
       case .unit(let d):
         guard let unit = BuiltinUnits.type(named: d.type), chain.parameter("\(d.id).bypass") != nil else {
           continue
         }
-        var params: [String: Double] = [:]
+        var params = JSONObject()
         // Read-only reports (gain reduction, late frames) are not settings: left out.
         for spec in unit.parameters {
           if case .output = spec.kind { continue }
-          params[spec.name] = value("\(d.id).\(spec.name)")
+          params[spec.name] = value("\(d.id).\(spec.name)").map(JSONValue.number)
         }
-        var object: [String: Any] = [
-          "unit": d.type, "id": d.id, "bypass": (value("\(d.id).bypass") ?? 0) >= 0.5, "params": params,
+        var object: JSONObject = [
+          "unit": .string(d.type), "id": .string(d.id),
+          "bypass": .bool((value("\(d.id).bypass") ?? 0) >= 0.5),
         ]
         // A built-in unit that runs for a mode keeps asking for it (a WebRTC unit is its own type).
         if let mode = modes.first(where: { $0.id == d.id && $0.unit == d.type }) {
           if mode.requested != ProcessingModes.defaultMode(for: d.type) {
-            object["mode"] = mode.requested.rawValue
+            object["mode"] = .string(mode.requested.rawValue)
           }
-          if let list = mode.request.plugins { object["plugins"] = list }
-          if !mode.request.pluginParams.isEmpty { object["plugin_params"] = mode.request.pluginParams }
+          if let list = mode.request.plugins { object["plugins"] = JSONValue(list) }
+          if !mode.request.pluginParams.isEmpty {
+            object["plugin_params"] = JSONValue(mode.request.pluginParams)
+          }
         }
-        stages.append(object)
+        object["params"] = .object(params)
+        stages.append(.object(object))
       case .plugin(let d):
         guard let stage = plugins.first(where: { $0.id == d.id }) else { continue }  // left out
-        var params: [String: Double] = [:]
+        var params = JSONObject()
         for port in stage.info.ports where port.kind == .control && port.isInput {
-          params[port.symbol] = value("\(d.id).\(port.symbol)")
+          params[port.symbol] = value("\(d.id).\(port.symbol)").map(JSONValue.number)
         }
-        var object: [String: Any] = [
-          "lv2": d.uri, "id": d.id, "bypass": (value("\(d.id).bypass") ?? 0) >= 0.5, "params": params,
+        var object: JSONObject = [
+          "lv2": .string(d.uri), "id": .string(d.id), "bypass": .bool((value("\(d.id).bypass") ?? 0) >= 0.5),
+          "params": .object(params),
         ]
         if stage.hasState {
           let directory = folder + "/\(name).state/\(d.id)"
           do { _ = try stage.saveState(to: directory) } catch { throw PresetWriteError(error.description) }
-          object["state"] = "\(name).state/\(d.id)/state.ttl"
+          object["state"] = .string("\(name).state/\(d.id)/state.ttl")
         }
-        stages.append(object)
+        stages.append(.object(object))
       }
     }
-    var preset: [String: Any] = [
-      "name": name,
-      "description": "Saved from a running LiveMic on \(ISO8601DateFormatter().string(from: Date())).",
-      "chain": stages,
+    var preset: JSONObject = [
+      "name": .string(name),
+      "description": .string(
+        "Saved from a running LiveMic on \(ISO8601DateFormatter().string(from: Date()))."),
     ]
-    if let volume = value("output.volume") { preset["volume"] = volume }
-    var routes: [String: [String]] = [:]
-    if !route.isEmpty { routes["out"] = route }
-    if !inputRoute.isEmpty { routes["in"] = inputRoute }
-    if !routes.isEmpty { preset["route"] = routes }
+    if let volume = value("output.volume") { preset["volume"] = .number(volume) }
+    var routes = JSONObject()
+    if !route.isEmpty { routes["out"] = JSONValue(route) }
+    if !inputRoute.isEmpty { routes["in"] = JSONValue(inputRoute) }
+    if !routes.isEmpty { preset["route"] = .object(routes) }
     if !midi.isEmpty {
-      preset["midi"] = midi.map { m -> [String: Any] in
-        var o: [String: Any] = ["cc": m.cc, "key": m.key]
-        if let ch = m.channel { o["channel"] = ch }
-        return o
-      }
+      preset["midi"] = .array(
+        midi.map { m in
+          var o: JSONObject = ["cc": .int(m.cc)]
+          if let ch = m.channel { o["channel"] = .int(ch) }
+          o["key"] = .string(m.key)
+          return .object(o)
+        })
     }
-    guard
-      let data = try? JSONSerialization.data(
-        withJSONObject: preset, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]),
-      FileManager.default.createFile(atPath: path, contents: data + Data("\n".utf8))
+    preset["chain"] = .array(stages)
+    guard FileManager.default.createFile(atPath: path, contents: Data((preset.encoded(.pretty) + "\n").utf8))
     else { throw PresetWriteError("cannot write the preset '\(path)'") }
     return path
   }

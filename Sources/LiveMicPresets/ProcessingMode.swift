@@ -77,8 +77,8 @@ public struct ModeResolution: Sendable, Equatable {
   }
 
   /// The status fields of the stage (`livemic ctl status`).
-  public var fields: [String: Any] {
-    ["mode": requested.rawValue, "implementation": effective, "why": reason]
+  public var fields: JSONObject {
+    ["mode": .string(requested.rawValue), "implementation": .string(effective), "why": .string(reason)]
   }
 }
 
@@ -314,7 +314,7 @@ extension Preset {
   public func resolution(of id: String) -> ModeResolution? { resolutions.first { $0.id == id } }
 
   /// Parses an entry's `mode`, `plugins` and `plugin_params` (nil when it has none of them).
-  static func modeRequest(_ object: [String: JSONValue], type: String, key: String, path: String)
+  static func modeRequest(_ object: JSONObject, type: String, key: String, path: String)
     throws(PresetError) -> ModeRequest?
   {
     guard object["mode"] != nil || object["plugins"] != nil || object["plugin_params"] != nil else {

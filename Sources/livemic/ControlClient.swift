@@ -1,6 +1,7 @@
 import DSP
 import Foundation
 import LiveMicControl
+import LiveMicPresets
 
 #if canImport(Glibc)
   import Glibc
@@ -10,47 +11,49 @@ import LiveMicControl
 /// answer. Never real-time.
 public enum ControlClient {
   /// Builds the request for `ctl` arguments (`set eq.bass_db 3`, `route override a,b`, …).
-  public static func request(_ words: [String]) throws(ControlClientError) -> [String: Any] {
+  public static func request(_ words: [String]) throws(ControlClientError) -> JSONObject {
     guard let command = words.first else {
       throw .usage("ctl needs a command (status, get, set, preset, mode, mute, unmute, route, connections)")
     }
     let rest = Array(words.dropFirst())
     switch (command, rest.count) {
-    case ("status", 0), ("unmute", 0), ("connections", 0): return ["cmd": command]
+    case ("status", 0), ("unmute", 0), ("connections", 0): return ["cmd": .string(command)]
     case ("meters", 0): return ["cmd": "meters"]
-    case ("learn", 1): return ["cmd": "learn", "key": rest[0]]
+    case ("learn", 1): return ["cmd": "learn", "key": .string(rest[0])]
     case ("meters", 1) where rest[0] == "--once": return ["cmd": "meters"]
-    case ("subscribe", _), ("unsubscribe", _): return ["cmd": command, "topics": rest]
+    case ("subscribe", _), ("unsubscribe", _): return ["cmd": .string(command), "topics": JSONValue(rest)]
     case ("get", 0): return ["cmd": "get"]
-    case ("get", 1): return ["cmd": "get", "key": rest[0]]
+    case ("get", 1): return ["cmd": "get", "key": .string(rest[0])]
     case ("set", 2):
-      if let number = Double(rest[1]) { return ["cmd": "set", "key": rest[0], "value": number] }
+      if let number = Double(rest[1]) {
+        return ["cmd": "set", "key": .string(rest[0]), "value": .number(number)]
+      }
       switch rest[1].lowercased() {
-      case "on", "true": return ["cmd": "set", "key": rest[0], "value": true]
-      case "off", "false": return ["cmd": "set", "key": rest[0], "value": false]
+      case "on", "true": return ["cmd": "set", "key": .string(rest[0]), "value": true]
+      case "off", "false": return ["cmd": "set", "key": .string(rest[0]), "value": false]
       default: throw .usage("'\(rest[1])' is not a number (or on/off)")
       }
     case ("preset", 2) where rest[0] == "load" || rest[0] == "save":
-      return ["cmd": "preset", "action": rest[0], "name": rest[1]]
+      return ["cmd": "preset", "action": .string(rest[0]), "name": .string(rest[1])]
     case ("mode", 0): return ["cmd": "mode"]
-    case ("mode", 2): return ["cmd": "mode", "id": rest[0], "mode": rest[1]]
+    case ("mode", 2): return ["cmd": "mode", "id": .string(rest[0]), "mode": .string(rest[1])]
     case ("mute", 0): return ["cmd": "mute"]
-    case ("mute", 2) where rest[0] == "--mode": return ["cmd": "mute", "mode": rest[1]]
+    case ("mute", 2) where rest[0] == "--mode": return ["cmd": "mute", "mode": .string(rest[1])]
     case ("record", _): return try recordRequest(rest)
     case ("stream", 0): return ["cmd": "stream"]
     case ("stream", 1) where rest[0] == "stop": return ["cmd": "stream", "action": "stop"]
     case ("stream", _) where rest.first == "start":
       let usage = ControlClientError.usage("use 'ctl stream start PATH|- [--format f32|wav]'")
-      var request: [String: Any] = ["cmd": "stream", "action": "start"]
+      var request: JSONObject = ["cmd": "stream", "action": "start"]
       var words = Array(rest.dropFirst())
       while let word = words.first {
         words.removeFirst()
         if word == "--format" {
           guard let value = words.first else { throw usage }
           words.removeFirst()
-          request["format"] = value
+          request["format"] = .string(value)
         } else if request["path"] == nil && (word == "-" || !word.hasPrefix("-")) {
-          request["path"] = word
+          request["path"] = .string(word)
         } else {
           throw usage
         }
@@ -62,9 +65,12 @@ public enum ControlClient {
     case ("route", 0): return ["cmd": "route"]
     case ("route", 1) where rest[0] == "clear": return ["cmd": "route", "action": "clear"]
     case ("route", _) where rest.count >= 2 && rest[0] == "default":
-      return ["cmd": "route", "action": "default", "patterns": Array(rest.dropFirst())]
+      return ["cmd": "route", "action": "default", "patterns": JSONValue(Array(rest.dropFirst()))]
     case ("route", 2) where rest[0] == "override":
-      return ["cmd": "route", "action": "override", "ports": rest[1].split(separator: ",").map(String.init)]
+      return [
+        "cmd": "route", "action": "override",
+        "ports": JSONValue(rest[1].split(separator: ",").map(String.init)),
+      ]
     default:
       let given = "'ctl \(words.joined(separator: " "))'"
       let forms = Self.forms(of: command)
@@ -88,7 +94,7 @@ public enum ControlClient {
   }
 
   /// `record [list]`, `record start [--tap input|output] [--format F] [PATH]`, `record stop [ID]`.
-  static func recordRequest(_ words: [String]) throws(ControlClientError) -> [String: Any] {
+  static func recordRequest(_ words: [String]) throws(ControlClientError) -> JSONObject {
     let usage = ControlClientError.usage(
       "use 'ctl record start [--tap input|output] [--format wav|flac|ogg|mp3] [PATH]', 'ctl record stop [ID]' or 'ctl record'"
     )
@@ -98,18 +104,18 @@ public enum ControlClient {
       guard words.count <= 2 else { throw usage }
       guard words.count == 2 else { return ["cmd": "record", "action": "stop"] }
       guard let id = Int(words[1]) else { throw .usage("'\(words[1])' is not a recording id") }
-      return ["cmd": "record", "action": "stop", "id": id]
+      return ["cmd": "record", "action": "stop", "id": .int(id)]
     case "start":
-      var request: [String: Any] = ["cmd": "record", "action": "start"]
+      var request: JSONObject = ["cmd": "record", "action": "start"]
       var rest = Array(words.dropFirst())
       while let word = rest.first {
         rest.removeFirst()
         if word == "--tap" || word == "--format" {
           guard let value = rest.first else { throw usage }
           rest.removeFirst()
-          request[String(word.dropFirst(2))] = value
+          request[String(word.dropFirst(2))] = .string(value)
         } else if request["path"] == nil && !word.hasPrefix("--") {
-          request["path"] = word
+          request["path"] = .string(word)
         } else {
           throw usage
         }
@@ -121,7 +127,7 @@ public enum ControlClient {
 
   /// Sends `request` to the LiveMic named `name` and returns the response line.
   /// Gives up after `timeout` seconds without an answer (`--timeout`; 2 s by default).
-  public static func send(_ request: [String: Any], name: String, timeout: Double = 2)
+  public static func send(_ request: JSONObject, name: String, timeout: Double = 2)
     throws(ControlClientError)
     -> String
   {
@@ -139,7 +145,7 @@ public enum ControlClient {
     _ topics: [String], name: String, _ line: (String) -> Bool
   ) throws(ControlClientError) {
     let connection = try ControlConnection(name: name)
-    let answer = try connection.request(["cmd": "subscribe", "topics": topics])
+    let answer = try connection.request(["cmd": "subscribe", "topics": JSONValue(topics)])
     let (ok, text) = human(answer)
     guard ok else { throw .connection(text) }
     while let next = connection.readLine() {
@@ -151,18 +157,25 @@ public enum ControlClient {
   /// then each stage's gain reduction and the loudness (`M -18.2 S -19.0 I -20.1 LUFS TP -3.2
   /// dBTP`); from a `meters` response or stream line.
   public static func meterLine(_ response: String) -> String? {
-    guard let object = try? JSONSerialization.jsonObject(with: Data(response.utf8)) as? [String: Any],
-      object["ok"] as? Bool == true || object["stream"] as? String == "meters"
+    guard let object = (try? JSONValue.parse(response))?.object,
+      object["ok"]?.bool == true || object["stream"]?.string == "meters"
     else { return nil }
-    let reductions = (object["gain_reduction_db"] as? [String: Double] ?? [:]).sorted { $0.key < $1.key }
+    let reductions = numbers(object["gain_reduction_db"]).sorted { $0.key < $1.key }
       .map { "  \($0.key) GR " + String(format: "%.1f", $0.value) + " dB" }.joined()
     func side(_ key: String) -> String {
-      (object[key] as? [[String: Double]] ?? []).map {
-        String(format: "%6.1f/%6.1f", $0["peak_dbfs"] ?? -200, $0["rms_dbfs"] ?? -200)
+      (object[key]?.array ?? []).map {
+        String(format: "%6.1f/%6.1f", $0["peak_dbfs"]?.number ?? -200, $0["rms_dbfs"]?.number ?? -200)
       }.joined(separator: " ")
     }
     return "in " + side("input") + "   out " + side("output") + "   (peak/RMS dBFS)" + reductions
-      + loudnessLine(object["loudness"] as? [String: Double])
+      + loudnessLine(object["loudness"].map(numbers))
+  }
+
+  /// The numbers of an object (`gain_reduction_db`, `loudness`) by key; other values left out.
+  static func numbers(_ value: JSONValue?) -> [String: Double] {
+    var result: [String: Double] = [:]
+    for (key, item) in value?.object ?? [:] { result[key] = item.number }
+    return result
   }
 
   /// `  M -18.2 S -19.0 I -20.1 LUFS TP -3.2 dBTP` from a `loudness` object ("-inf" when
@@ -179,27 +192,24 @@ public enum ControlClient {
 
   /// One event stream line for people: `12:00:01.250 xrun new=1 total=3 …`.
   public static func eventLine(_ line: String) -> String {
-    guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
-      let event = object["event"] as? String
-    else { return line }
-    let time = (object["time"] as? String).map { String($0.dropFirst(11).prefix(12)) } ?? ""
+    guard let object = (try? JSONValue.parse(line))?.object, let event = object["event"]?.string else {
+      return line
+    }
+    let time = object["time"]?.string.map { String($0.dropFirst(11).prefix(12)) } ?? ""
     let fields = object.filter { !["time", "event", "stream"].contains($0.key) }.sorted { $0.key < $1.key }
-      .map { "\($0.key)=\($0.value)" }
+      .map { "\($0.key)=" + ($0.value.string ?? $0.value.encoded()) }
     return ([time, event] + fields).joined(separator: " ")
   }
 
   /// The response for people: the fields without "ok", pretty-printed; or the error.
   public static func human(_ response: String) -> (ok: Bool, text: String) {
-    guard let object = try? JSONSerialization.jsonObject(with: Data(response.utf8)) as? [String: Any] else {
+    guard let object = (try? JSONValue.parse(response))?.object else {
       return (false, "unreadable response: \(response)")
     }
-    if object["ok"] as? Bool != true { return (false, object["error"] as? String ?? response) }
+    if object["ok"]?.bool != true { return (false, object["error"]?.string ?? response) }
     var fields = object
     fields["ok"] = nil
-    let data =
-      (try? JSONSerialization.data(
-        withJSONObject: fields, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])) ?? Data()
-    return (true, String(decoding: data, as: UTF8.self))
+    return (true, fields.encoded(.pretty, sortedKeys: true))
   }
 }
 
@@ -259,11 +269,8 @@ public final class ControlConnection: @unchecked Sendable {
 
   /// Sends one request and returns its response line (stream lines that arrive first are
   /// skipped: they belong to a subscription).
-  public func request(_ request: [String: Any]) throws(ControlClientError) -> String {
-    guard let data = try? JSONSerialization.data(withJSONObject: request, options: [.sortedKeys]) else {
-      throw .usage("the request cannot be encoded")
-    }
-    let line = Array(data) + [10]
+  public func request(_ request: JSONObject) throws(ControlClientError) -> String {
+    let line = Array(request.encoded().utf8) + [10]
     var sent = 0
     while sent < line.count {
       let n = line[sent...].withUnsafeBufferPointer {
@@ -282,10 +289,7 @@ public final class ControlConnection: @unchecked Sendable {
   /// `event`), not an answer (a status answer has a `stream` object). A meters line that
   /// arrived before the answer to `subscribe` was once taken for it: "refused the subscription".
   static func isStreamLine(_ line: String) -> Bool {
-    guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
-      return false
-    }
-    return object["stream"] is String
+    (try? JSONValue.parse(line))?["stream"]?.string != nil
   }
 
   /// The next line from LiveMic, or nil once it closed the connection.

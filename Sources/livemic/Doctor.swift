@@ -30,10 +30,12 @@ enum Doctor {
     /// One sentence: how to fix it (problems only).
     var fix: String? = nil
 
-    var json: [String: Any] {
-      var fields: [String: Any] = ["check": check, "status": status.rawValue, "detail": detail]
-      if let fix { fields["fix"] = fix }
-      return fields
+    var json: JSONValue {
+      var fields: JSONObject = [
+        "check": .string(check), "status": .string(status.rawValue), "detail": .string(detail),
+      ]
+      if let fix { fields["fix"] = .string(fix) }
+      return .object(fields)
     }
 
     var line: String {
@@ -63,9 +65,8 @@ enum Doctor {
     let all = findings(server: server)
     let failed = all.contains { $0.status == .problem }
     if json {
-      let object: [String: Any] = ["ok": !failed, "findings": all.map(\.json)]
-      let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
-      return (String(decoding: data, as: UTF8.self) + "\n", failed ? 1 : 0)
+      let object: JSONObject = ["ok": .bool(!failed), "findings": .array(all.map(\.json))]
+      return (object.encoded(sortedKeys: true) + "\n", failed ? 1 : 0)
     }
     let summary =
       failed

@@ -1,4 +1,5 @@
 import Foundation
+import LiveMicPresets
 
 #if canImport(Glibc)
   import Glibc
@@ -14,9 +15,9 @@ import Foundation
 public enum Monitor {
   /// What the screen shows, updated by the stream reader and the poller.
   struct View {
-    var meters: [String: Any] = [:]
-    var status: [String: Any] = [:]
-    var route: [String: Any] = [:]
+    var meters = JSONObject()
+    var status = JSONObject()
+    var route = JSONObject()
     var volume: Double?
     var events: [String] = []
     var message = ""
@@ -46,9 +47,9 @@ public enum Monitor {
       while let line = stream.readLine() {
         guard let object = parse(line) else { continue }
         view.withLock { v in
-          if object["stream"] as? String == "meters" {
+          if object["stream"]?.string == "meters" {
             v.meters = object
-          } else if object["stream"] as? String == "event" {
+          } else if object["stream"]?.string == "event" {
             v.events.append(ControlClient.eventLine(line))
             if v.events.count > 4 { v.events.removeFirst() }
           }
@@ -69,7 +70,7 @@ public enum Monitor {
         view.withLock {
           $0.status = status
           $0.route = route
-          $0.volume = (volume?["values"] as? [String: Double])?["output.volume"]
+          $0.volume = volume?["values"]?["output.volume"]?.number
         }
       }
       let snapshot = view.withLock { $0 }
@@ -84,7 +85,7 @@ public enum Monitor {
         let current = snapshot.volume ?? 0.3
         let up = key == "+" || key == "="
         let next = min(max(up ? max(current, 0.001) * pow(10, 1.0 / 20) : current / pow(10, 1.0 / 20), 0), 1)
-        send(["cmd": "set", "key": "output.volume", "value": next], commands, view)
+        send(["cmd": "set", "key": "output.volume", "value": .number(next)], commands, view)
         view.withLock { $0.volume = next }
       default: continue
       }
@@ -92,40 +93,40 @@ public enum Monitor {
     }
   }
 
-  private static func send(_ request: [String: Any], _ connection: ControlConnection, _ view: Store) {
+  private static func send(_ request: JSONObject, _ connection: ControlConnection, _ view: Store) {
     let answer = (try? connection.request(request)).map(ControlClient.human)
     view.withLock {
-      $0.message = answer.map { $0.ok ? "\(request["cmd"] ?? ""): ok" : $0.text } ?? "no answer"
+      $0.message = answer.map { $0.ok ? "\(request["cmd"]?.string ?? ""): ok" : $0.text } ?? "no answer"
     }
   }
 
-  static func parse(_ line: String) -> [String: Any]? {
-    try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+  static func parse(_ line: String) -> JSONObject? {
+    (try? JSONValue.parse(line))?.object
   }
 
   /// The lines of one screen.
   static func screen(name: String, _ v: View, width: Int) -> [String] {
     let s = v.status
-    let number = { (key: String) in (s[key] as? NSNumber)?.doubleValue ?? 0 }
+    let number = { (key: String) in s[key]?.number ?? 0 }
     let rate = number("sample_rate")
     let latency = number("latency_frames")
     var lines = [
-      "LiveMic '\(name)' on server '\(s["server"] as? String ?? "?")' — \(Int(rate)) Hz, "
-        + "\(Int(number("buffer_frames"))) frames, chain latency \(Int(latency)) frames — preset '\(s["preset"] as? String ?? "?")'",
+      "LiveMic '\(name)' on server '\(s["server"]?.string ?? "?")' — \(Int(rate)) Hz, "
+        + "\(Int(number("buffer_frames"))) frames, chain latency \(Int(latency)) frames — preset '\(s["preset"]?.string ?? "?")'",
       "",
     ]
     let barWidth = max(min(width - 34, 60), 10)
     for (side, label) in [("input", "in "), ("output", "out")] {
-      let channels = v.meters[side] as? [[String: Double]] ?? []
+      let channels = v.meters[side]?.array ?? []
       for (i, channel) in channels.enumerated() {
-        let peak = channel["peak_dbfs"] ?? -200
-        let rms = channel["rms_dbfs"] ?? -200
+        let peak = channel["peak_dbfs"]?.number ?? -200
+        let rms = channel["rms_dbfs"]?.number ?? -200
         lines.append(
           "\(label) \(i == 0 ? "L" : "R") " + bar(rms: rms, peak: peak, width: barWidth)
             + String(format: " %6.1f pk %6.1f rms", max(peak, -99.9), max(rms, -99.9)))
       }
     }
-    let reductions = (v.meters["gain_reduction_db"] as? [String: Double] ?? [:]).sorted { $0.key < $1.key }
+    let reductions = ControlClient.numbers(v.meters["gain_reduction_db"]).sorted { $0.key < $1.key }
     for (id, db) in reductions {
       // Clamped both ways: a negative count would trap in `String(repeating:count:)`.
       let filled = Int((max(min(db, 24), 0) / 24 * Double(barWidth)).rounded())
@@ -134,21 +135,24 @@ public enum Monitor {
           + String(repeating: " ", count: barWidth - filled)
           + "]" + String(format: " %5.1f dB ", db) + id)
     }
-    if let loudness = v.meters["loudness"] as? [String: Double] {
+    if let loudness = v.meters["loudness"].map(ControlClient.numbers) {
       lines.append(
         "R128" + ControlClient.loudnessLine(loudness)
           + String(format: "  LRA %.1f LU", loudness["range_lu"] ?? 0))
     }
     lines.append("")
-    let muted = (s["muted"] as? Bool ?? false) ? "MUTED (\(s["mute_mode"] as? String ?? ""))" : "live"
+    let muted = (s["muted"]?.bool ?? false) ? "MUTED (\(s["mute_mode"]?.string ?? ""))" : "live"
     let volume = v.volume.map { $0 > 0 ? String(format: "%.1f dB (%.3f)", 20 * log10($0), $0) : "off" } ?? "?"
     lines.append(
       "\(muted)   volume \(volume)   xruns \(Int(number("xruns")))   DSP load "
         + String(format: "%.1f %%", number("dsp_load_percent")))
-    let targets = (v.route["targets"] as? [String]) ?? []
-    let connections = (v.route["connections"] as? [String: [String]]) ?? [:]
+    let targets = (v.route["targets"]?.array ?? []).compactMap(\.string)
+    let connections = v.route["connections"]?.object ?? [:]
     let outs = connections.filter { $0.key.contains(":out_") }.sorted { $0.key < $1.key }
-      .map { "\($0.key.split(separator: ":").last ?? "")→\($0.value.joined(separator: ","))" }
+      .map {
+        "\($0.key.split(separator: ":").last ?? "")→"
+          + ($0.value.array ?? []).compactMap(\.string).joined(separator: ",")
+      }
     lines.append(
       "route: " + (targets.isEmpty ? outs.joined(separator: "  ") : targets.joined(separator: ", ")))
     lines += tapLines(s)
@@ -161,17 +165,17 @@ public enum Monitor {
   }
 
   /// One line per recording and one for the stream, from `status`.
-  static func tapLines(_ status: [String: Any]) -> [String] {
-    let int = { (o: [String: Any], k: String) in (o[k] as? NSNumber)?.intValue ?? 0 }
-    var lines = (status["recordings"] as? [[String: Any]] ?? []).map { r in
-      "REC \(int(r, "id")) \(r["tap"] as? String ?? "?") \(r["format"] as? String ?? "?") "
-        + String(format: "%.1f s", (r["seconds"] as? NSNumber)?.doubleValue ?? 0)
-        + "  dropped \(int(r, "dropped_frames"))  \(r["path"] as? String ?? "")"
+  static func tapLines(_ status: JSONObject) -> [String] {
+    let int = { (o: JSONValue, k: String) in o[k]?.number.map { Int($0) } ?? 0 }
+    var lines = (status["recordings"]?.array ?? []).map { r in
+      "REC \(int(r, "id")) \(r["tap"]?.string ?? "?") \(r["format"]?.string ?? "?") "
+        + String(format: "%.1f s", r["seconds"]?.number ?? 0)
+        + "  dropped \(int(r, "dropped_frames"))  \(r["path"]?.string ?? "")"
     }
-    if let st = status["stream"] as? [String: Any] {
+    if let st = status["stream"], st.object != nil {
       lines.append(
-        "stream \(st["format"] as? String ?? "?") → \(st["path"] as? String ?? "?")"
-          + ((st["open"] as? Bool ?? false) ? "" : " (waiting for a reader)")
+        "stream \(st["format"]?.string ?? "?") → \(st["path"]?.string ?? "?")"
+          + ((st["open"]?.bool ?? false) ? "" : " (waiting for a reader)")
           + "  \(int(st, "frames")) frames, dropped \(int(st, "dropped_frames"))")
     }
     return lines

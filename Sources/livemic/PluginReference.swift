@@ -13,12 +13,15 @@ public enum PluginReference {
       return [p.uri, p.name, p.className].contains { $0.lowercased().contains(needle) }
     }
     if json {
-      let rows = plugins.map { p in
-        ListEntry(
-          uri: p.uri, name: p.name, className: p.className, audioInputs: p.audioInputs,
-          audioOutputs: p.audioOutputs, canHost: p.canHost, reason: p.unsupportedReason)
+      let rows: [JSONValue] = plugins.map { p in
+        [
+          "uri": .string(p.uri), "name": .string(p.name), "className": .string(p.className),
+          "audioInputs": .int(p.audioInputs), "audioOutputs": .int(p.audioOutputs),
+          "canHost": .bool(p.canHost),
+          "reason": JSONValue(p.unsupportedReason),
+        ]
       }
-      return encode(rows) + "\n"
+      return JSONValue.array(rows).encoded(.pretty) + "\n"
     }
     var text = ""
     for p in plugins {
@@ -35,7 +38,7 @@ public enum PluginReference {
     -> String
   {
     guard let p = world.info(uri: uri) else { throw .unknownURI(uri) }
-    if json { return encode(p) + "\n" }
+    if json { return Self.json(p).encoded(.pretty) + "\n" }
     var text = "\(p.name)\n  URI:      \(p.uri)\n  class:    \(p.className)\n"
     text += "  audio:    \(p.audioInputs) in, \(p.audioOutputs) out"
     text +=
@@ -76,36 +79,38 @@ public enum PluginReference {
     return text
   }
 
-  private struct ListEntry: Encodable {
-    let uri: String
-    let name: String
-    let className: String
-    let audioInputs: Int
-    let audioOutputs: Int
-    let canHost: Bool
-    let reason: String?
-
-    enum CodingKeys: String, CodingKey {
-      case uri, name, className, audioInputs, audioOutputs, canHost, reason
-    }
-
-    /// Every key in every row: `reason` is null when the plugin can be hosted.
-    func encode(to encoder: any Encoder) throws {
-      var c = encoder.container(keyedBy: CodingKeys.self)
-      try c.encode(uri, forKey: .uri)
-      try c.encode(name, forKey: .name)
-      try c.encode(className, forKey: .className)
-      try c.encode(audioInputs, forKey: .audioInputs)
-      try c.encode(audioOutputs, forKey: .audioOutputs)
-      try c.encode(canHost, forKey: .canHost)
-      try c.encode(reason, forKey: .reason)
-    }
+  /// A plugin's whole description for `plugins show --json` (absent optionals left out).
+  static func json(_ p: PluginInfo) -> JSONValue {
+    var object: JSONObject = [
+      "uri": .string(p.uri), "name": .string(p.name), "className": .string(p.className),
+      "audioInputs": .int(p.audioInputs), "audioOutputs": .int(p.audioOutputs),
+      "ports": .array(p.ports.map(json)),
+      "presets": .array(p.presets.map { ["uri": .string($0.uri), "label": .string($0.label)] }),
+      "requiredFeatures": JSONValue(p.requiredFeatures), "optionalFeatures": JSONValue(p.optionalFeatures),
+    ]
+    if let latency = p.latencyPort { object["latencyPort"] = .int(latency) }
+    if let reason = p.unsupportedReason { object["unsupportedReason"] = .string(reason) }
+    return .object(object)
   }
 
-  private static func encode<T: Encodable>(_ value: T) -> String {
-    let encoder = JSONEncoder()
-    encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-    return (try? encoder.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? "[]"
+  /// One port of `plugins show --json`.
+  static func json(_ port: PortInfo) -> JSONValue {
+    var object: JSONObject = [
+      "index": .int(port.index), "symbol": .string(port.symbol), "name": .string(port.name),
+      "kind": .string(port.kind.rawValue), "isInput": .bool(port.isInput), "minimum": JSONValue(port.minimum),
+      "maximum": JSONValue(port.maximum), "defaultValue": JSONValue(port.defaultValue),
+    ]
+    if let unit = port.unit { object["unit"] = .string(unit) }
+    object["toggled"] = .bool(port.toggled)
+    object["integer"] = .bool(port.integer)
+    object["logarithmic"] = .bool(port.logarithmic)
+    object["scalePoints"] = .array(
+      port.scalePoints.map { ["label": .string($0.label), "value": JSONValue($0.value)] })
+    object["enumeration"] = .bool(port.enumeration)
+    object["reportsLatency"] = .bool(port.reportsLatency)
+    object["connectionOptional"] = .bool(port.connectionOptional)
+    if let size = port.minimumSize { object["minimumSize"] = .int(size) }
+    return .object(object)
   }
 
   private static func fmt(_ v: Float) -> String { format(v) }

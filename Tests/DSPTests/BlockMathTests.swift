@@ -106,4 +106,20 @@ import Testing
       }
     }
   }
+
+  @Test("the squared distance matches the plain loop at lengths 0 to 40, offsets 0 to 9")
+  func squaredDistance() {
+    let samples: [Float] = (0..<64).map { i in Float((i * 37) % 23) / 7 - Float(i % 5) }
+    for n in 0...40 {
+      for offset in 0..<10 {
+        var plain: Float = 0
+        for i in 0..<n { plain += (samples[i] - samples[i + offset]) * (samples[i] - samples[i + offset]) }
+        let fast = samples.withUnsafeBufferPointer { p in
+          BlockMath.squaredDistance(p.baseAddress!, p.baseAddress! + offset, n)
+        }
+        #expect(
+          abs(fast - plain) <= 1e-4 * max(1, plain), "n \(n), offset \(offset): \(fast) against \(plain)")
+      }
+    }
+  }
 }

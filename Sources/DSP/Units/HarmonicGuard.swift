@@ -147,8 +147,7 @@ final class HarmonicGuard {
   /// - Realtime: safe
   private func analyse() {
     let x = history + (historyCount - window - maxLag - 1)
-    var energy: Float = 0
-    for n in 0..<window { energy += x[n] * x[n] }
+    let energy = BlockMath.peakAndEnergy(x, window).energy
     let periodHz = energy / Float(window) > Self.floorMeanSquare ? period() : 0
     lastPitchHz = periodHz
     if periodHz > 0 {
@@ -178,12 +177,7 @@ final class HarmonicGuard {
     var running: Float = 0
     var found = -1
     for tau in 1...maxLag {
-      var d: Float = 0
-      let y = x + tau
-      for n in 0..<window {
-        let e = x[n] - y[n]
-        d += e * e
-      }
+      let d = BlockMath.squaredDistance(x, x + tau, window)
       running += d
       let normalized = running > 0 ? d * Float(tau) / running : 1
       difference[tau] = normalized

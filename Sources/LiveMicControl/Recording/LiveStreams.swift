@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import LiveMicEngine
 import LiveMicOffline
+import LiveMicPresets
 
 /// One meter reading as the supervisor serves it (control socket, OSC, `livemic monitor`).
 ///
@@ -16,16 +17,18 @@ struct MeterReading {
   var loudness: LoudnessReading?
 
   /// The fields of a `meters` response or stream line.
-  var fields: [String: Any] {
-    let m = channels.map {
-      ["peak_dbfs": ($0.peakDecibels * 10).rounded() / 10, "rms_dbfs": ($0.rmsDecibels * 10).rounded() / 10]
+  var fields: JSONObject {
+    let tenth = { (x: Double) in JSONValue.number((x * 10).rounded() / 10) }
+    let m: [JSONValue] = channels.map {
+      .object(["peak_dbfs": tenth($0.peakDecibels), "rms_dbfs": tenth($0.rmsDecibels)])
     }
-    var reductions: [String: Double] = [:]
-    for (id, db) in gainReductions { reductions[id] = (db * 10).rounded() / 10 }
-    var fields: [String: Any] = [
-      "input": Array(m[0..<2]), "output": Array(m[2..<4]), "gain_reduction_db": reductions,
+    var reductions = JSONObject()
+    for (id, db) in gainReductions { reductions[id] = tenth(db) }
+    var fields: JSONObject = [
+      "input": .array(Array(m[0..<2])), "output": .array(Array(m[2..<4])),
+      "gain_reduction_db": .object(reductions),
     ]
-    if let loudness { fields["loudness"] = loudness.fields }
+    if let loudness { fields["loudness"] = loudness.json }
     return fields
   }
 
@@ -118,21 +121,18 @@ extension LiveSession {
     if osc?.hasSubscribers("meters") ?? false { osc?.sendMeters(reading.oscValues) }
   }
 
-  /// A meters stream line: `{"stream":"meters",` first, as the protocol promises (sorted keys
-  /// would put `stream` after the meters, and a client waiting for an answer must tell the two
-  /// apart).
-  static func meterStreamLine(_ fields: [String: Any]) -> String {
-    var rest = fields
-    rest["stream"] = nil
-    let body = ControlServer.encode(rest)
-    return rest.isEmpty ? "{\"stream\":\"meters\"}" : "{\"stream\":\"meters\"," + body.dropFirst()
+  /// A meters stream line: `{"stream":"meters",` first, as the protocol promises (a client
+  /// waiting for an answer must tell the two apart), then input, output, gain reductions and
+  /// loudness.
+  static func meterStreamLine(_ fields: JSONObject) -> String {
+    ControlServer.streamLine("meters", fields)
   }
 
-  /// Hands an event line (as written to `--events`) to the subscribers.
-  func fanOut(event name: String, line: String) {
+  /// Hands an event (as written to `--events`) to the subscribers.
+  func fanOut(event name: String, object: JSONObject) {
     if control?.hasSubscribers("events") ?? false {
-      control?.broadcast("events", "{\"stream\":\"event\"," + line.dropFirst())
+      control?.broadcast("events", ControlServer.streamLine("event", object))
     }
-    if osc?.hasSubscribers("events") ?? false { osc?.sendEvent(name, line) }
+    if osc?.hasSubscribers("events") ?? false { osc?.sendEvent(name, object.encoded()) }
   }
 }

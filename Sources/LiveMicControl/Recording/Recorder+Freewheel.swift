@@ -124,7 +124,7 @@ extension Recorder {
       "freewheel",
       [
         "on": .bool(false), "cycles": .int(Int(cycles)), "frames": .int(Int(frames)),
-        "seconds": .double(seconds),
+        "seconds": .number(seconds),
         "dropped_frames": .int(Int(dropped)), "loudness_dropped_frames": .int(Int(loudnessDropped)),
       ])
     // A start reported in the same wake counts from here.

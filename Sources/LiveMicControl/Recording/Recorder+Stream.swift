@@ -26,7 +26,7 @@ extension Recorder {
   /// Stops the stream: detached, drained (to the destination, or discarded without a reader)
   /// and closed; reports `stream-stopped` and returns its summary (nil: no stream ran).
   @discardableResult
-  func stopStream(audioRunning: Bool, reason: String) -> [String: Any]? {
+  func stopStream(audioRunning: Bool, reason: String) -> JSONObject? {
     guard let s = streamOut else { return nil }
     taps.detach(s.consumer, audioRunning: audioRunning)
     s.finish()
@@ -51,12 +51,13 @@ extension Recorder {
   }
 
   /// The `stream` object of `status` and of the `stream` command's answers.
-  func streamSummary(_ s: StreamOut) -> [String: Any] {
+  func streamSummary(_ s: StreamOut) -> JSONObject {
     [
-      "path": s.path, "format": s.format.rawValue, "open": s.attached.load(ordering: .relaxed),
-      "frames": Int(s.writtenFrames.load(ordering: .relaxed)), "dropped_frames": Int(dropped(s)),
-      "delivered_frames": Int(s.consumer.pushedFrames.load(ordering: .relaxed)),
-      "reopened": Int(s.openings.load(ordering: .relaxed) &- min(s.openings.load(ordering: .relaxed), 1)),
+      "path": .string(s.path), "format": .string(s.format.rawValue),
+      "open": .bool(s.attached.load(ordering: .relaxed)),
+      "frames": .int(s.writtenFrames.load(ordering: .relaxed)), "dropped_frames": .int(dropped(s)),
+      "delivered_frames": .int(s.consumer.pushedFrames.load(ordering: .relaxed)),
+      "reopened": .int(s.openings.load(ordering: .relaxed) &- min(s.openings.load(ordering: .relaxed), 1)),
     ]
   }
 
@@ -101,13 +102,13 @@ extension Recorder {
 
   /// The `stream` command: `{"cmd":"stream","action":"start","path":P,"format":"f32"|"wav"}`,
   /// `{"cmd":"stream","action":"stop"}`, `{"cmd":"stream"}` (show).
-  func streamCommand(_ request: [String: JSONValue], _ client: Host, audioRunning: Bool) throws(ControlError)
-    -> [String: Any]
+  func streamCommand(_ request: JSONObject, _ client: Host, audioRunning: Bool) throws(ControlError)
+    -> JSONObject
   {
     let name = try request.text("action", or: ControlProtocol.StreamAction.show.rawValue)
     switch ControlProtocol.StreamAction(rawValue: name) {
     case .show:
-      return ["stream": streamOut.map(streamSummary) ?? [:]]
+      return ["stream": .object(streamOut.map(streamSummary) ?? [:])]
     case .start:
       guard let path = request["path"]?.string, !path.isEmpty else {
         throw ControlError("\"stream start\" needs a \"path\" (a file, a FIFO, or - for standard output)")
@@ -122,12 +123,14 @@ extension Recorder {
       if let running = streamOut {
         throw ControlError("a stream to \(running.label) runs already; stop it first (ctl stream stop)")
       }
-      return ["stream": streamSummary(startStream(path: path, format: format, client, origin: "control"))]
+      return [
+        "stream": .object(streamSummary(startStream(path: path, format: format, client, origin: "control")))
+      ]
     case .stop:
       guard let summary = stopStream(audioRunning: audioRunning, reason: "control") else {
         throw ControlError("no stream runs")
       }
-      return ["stopped": summary]
+      return ["stopped": .object(summary)]
     case nil:
       throw ControlError("unknown stream action '\(name)' (start, stop, show)")
     }

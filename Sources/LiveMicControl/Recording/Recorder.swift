@@ -127,7 +127,7 @@ final class Recorder {
   /// Detaches, drains and finalizes a recording, waiting for its writer (on stop, and for a
   /// failed writer, which has ended already); reports it and returns its summary.
   @discardableResult
-  func stopRecording(_ recording: Recording, audioRunning: Bool, reason: String) -> [String: Any] {
+  func stopRecording(_ recording: Recording, audioRunning: Bool, reason: String) -> JSONObject {
     taps.detach(recording.consumer, audioRunning: audioRunning)
     recording.finish()
     recordings.removeAll { $0 === recording }
@@ -165,7 +165,7 @@ final class Recorder {
         Log.error("recording \(r.id) did not finish writing '\(r.path)' within 10 s; it goes on alone")
       }
       let summaries = group.recordings.map { reportStopped($0, reason: group.reason) }
-      group.pending?.answer(ControlServer.encode(["ok": true, "stopped": summaries]))
+      group.pending?.answer(ControlServer.answer(["stopped": .array(summaries.map(JSONValue.object))]))
     }
     finishing = still
   }
@@ -176,7 +176,7 @@ final class Recorder {
   /// Logs and emits `record-stopped` for a recording that was stopped (`record-failed` when the
   /// writer had a fault, `recording-empty` when no audio reached it and its file was removed);
   /// returns its summary.
-  private func reportStopped(_ recording: Recording, reason: String) -> [String: Any] {
+  private func reportStopped(_ recording: Recording, reason: String) -> JSONObject {
     let frames = recording.writtenFrames.load(ordering: .acquiring)
     let dropped = Int(recording.consumer.droppedFrames.load(ordering: .relaxed))
     if let failure = recording.failed {
@@ -210,18 +210,21 @@ final class Recorder {
   }
 
   /// A recording's fields in `status` and `record` answers.
-  func summary(_ r: Recording) -> [String: Any] {
+  func summary(_ r: Recording) -> JSONObject {
     [
-      "id": r.id, "path": r.path, "tap": r.tap.name, "format": r.format.rawValue, "origin": r.origin.rawValue,
-      "frames": Int(r.writtenFrames.load(ordering: .relaxed)), "seconds": (r.seconds * 10).rounded() / 10,
-      "dropped_frames": Int(r.consumer.droppedFrames.load(ordering: .relaxed)), "removed": r.removedEmpty,
+      "id": .int(r.id), "path": .string(r.path), "tap": .string(r.tap.name),
+      "format": .string(r.format.rawValue),
+      "origin": .string(r.origin.rawValue), "frames": .int(r.writtenFrames.load(ordering: .relaxed)),
+      "seconds": .number((r.seconds * 10).rounded() / 10),
+      "dropped_frames": .int(r.consumer.droppedFrames.load(ordering: .relaxed)),
+      "removed": .bool(r.removedEmpty),
     ]
   }
 
   /// The recordings and the stream, for `status`.
-  var tapStatus: [String: Any] {
-    var fields: [String: Any] = ["recordings": recordings.map(summary)]
-    if let s = streamOut { fields["stream"] = streamSummary(s) }
+  var tapStatus: JSONObject {
+    var fields: JSONObject = ["recordings": .array(recordings.map { .object(summary($0)) })]
+    if let s = streamOut { fields["stream"] = .object(streamSummary(s)) }
     return fields
   }
 
@@ -273,14 +276,14 @@ final class Recorder {
       guard !chosen.isEmpty else { return pending.answer(ControlServer.error("no recording has id \(id)")) }
     }
     guard !chosen.isEmpty else {
-      return pending.answer(ControlServer.encode(["ok": true, "stopped": [Any]()]))
+      return pending.answer(ControlServer.answer(["stopped": []]))
     }
     beginStopping(chosen, audioRunning: audioRunning, reason: "control", answering: pending)
   }
 
   /// The `record` command: `{"cmd":"record","action":"start","tap":…,"format":…,"path":…}`,
   /// `{"cmd":"record"}` (list); `stop` is `startRecordStop`.
-  func record(_ request: [String: JSONValue], _ client: Host) throws(ControlError) -> [String: Any] {
+  func record(_ request: JSONObject, _ client: Host) throws(ControlError) -> JSONObject {
     let name = try request.text("action", or: ControlProtocol.RecordAction.list.rawValue)
     switch ControlProtocol.RecordAction(rawValue: name) {
     case .list:
@@ -358,26 +361,25 @@ extension Recorder {
   }
 
   /// The `loudness` object of `status`.
-  var loudnessStatus: [String: Any] {
-    guard let meter = loudness else { return [:] }
-    var fields: [String: Any] = meter.reading.fields
-    fields["dropped_frames"] = Int(meter.consumer.droppedFrames.load(ordering: .relaxed))
-    return ["loudness": fields]
+  var loudnessStatus: JSONObject {
+    guard let meter = loudness, var fields = meter.reading.json.object else { return [:] }
+    fields["dropped_frames"] = .int(meter.consumer.droppedFrames.load(ordering: .relaxed))
+    return ["loudness": .object(fields)]
   }
 
   /// The `loudness` command: `{"cmd":"loudness"}` (the figures) or
   /// `{"cmd":"loudness","action":"reset"}` (start integrated loudness, range and true peak over).
-  func loudnessCommand(_ request: [String: JSONValue]) throws(ControlError) -> [String: Any] {
+  func loudnessCommand(_ request: JSONObject) throws(ControlError) -> JSONObject {
     guard let meter = loudness else { throw ControlError("the loudness meter is not running") }
     let name = try request.text("action", or: ControlProtocol.LoudnessAction.show.rawValue)
     switch ControlProtocol.LoudnessAction(rawValue: name) {
     case .show:
-      return ["loudness": meter.reading.fields]
+      return ["loudness": meter.reading.json]
     case .reset:
       meter.reset()
       Log.info("loudness measurement reset (control)")
       stream.emit("loudness-reset", [:])
-      return ["loudness": LoudnessReading().fields, "reset": true]
+      return ["loudness": LoudnessReading().json, "reset": true]
     case nil:
       throw ControlError("unknown loudness action '\(name)' (show, reset)")
     }

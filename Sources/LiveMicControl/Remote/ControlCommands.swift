@@ -6,10 +6,10 @@ import LiveMicPresets
 /// The control socket's commands, run on the supervisor's thread (see docs/control.md).
 extension LiveSession {
   /// Answers one request with one JSON line: `{"ok": true, ...}` or `{"ok": false, "error": ...}`.
-  func answer(_ request: [String: JSONValue], client: JackClient, state: ProcessState) -> String {
+  func answer(_ request: JSONObject, client: JackClient, state: ProcessState) -> String {
     let name = request["cmd"]?.string ?? ""
     do throws(ControlError) {
-      let result: [String: Any]
+      let result: JSONObject
       switch ControlProtocol.Command(rawValue: name) {
       case .status: result = status(client, state)
       case .get: result = try get(request)
@@ -30,7 +30,7 @@ extension LiveSession {
           "unknown command '\(name)' (commands: \(ControlProtocol.commandList))",
           code: "control.unknown-command")
       }
-      return ControlServer.encode(["ok": true].merging(result) { a, _ in a })
+      return ControlServer.answer(result)
     } catch {
       return ControlServer.error(error.message, code: error.code)
     }
@@ -63,7 +63,7 @@ extension LiveSession {
         bindMidi(state)
         Log.info("MIDI CC \(cc) on channel \(channel + 1) now sets '\(key)'")
         learn.pending.answer(
-          ControlServer.encode(["ok": true, "cc": cc, "channel": channel + 1, "key": key]))
+          ControlServer.answer(["cc": .int(cc), "channel": .int(channel + 1), "key": .string(key)]))
       } else if now >= learn.deadline {
         learn.pending.answer(ControlServer.error("no MIDI controller moved on midi_in within 10 s"))
       }
@@ -81,13 +81,13 @@ extension LiveSession {
   /// `last_missed_cycle` of `status`: the latest gap in the server's frame times (its frame
   /// time, frames missing, and its number in `missed_cycles`), and `recent_missed_cycles`, the
   /// last `MissedCycleHistory.capacity` of them; absent before the first.
-  private static func missedCycleStatus(_ state: ProcessState) -> [String: Any] {
+  private static func missedCycleStatus(_ state: ProcessState) -> JSONObject {
     guard let gap = MissedCycle(packed: state.lastMissedCycle.load(ordering: .relaxed)) else { return [:] }
     let count = state.missedCycles.load(ordering: .relaxed)
-    let fields = { (gap: MissedCycle) -> [String: Any] in
+    let fields = { (gap: MissedCycle) -> JSONValue in
       [
-        "expected_frame_time": Int(gap.expectedFrameTime), "missing_frames": Int(gap.missingFrames),
-        "number": Int(gap.number(countAfter: count)),
+        "expected_frame_time": .int(gap.expectedFrameTime), "missing_frames": .int(gap.missingFrames),
+        "number": .int(gap.number(countAfter: count)),
       ]
     }
     // Only the gaps of the last `capacity` numbers (older slots were overwritten or are stale).
@@ -96,50 +96,79 @@ extension LiveSession {
       return number <= count && number + UInt64(MissedCycleHistory.capacity) > count
     }
     .sorted { $0.number(countAfter: count) < $1.number(countAfter: count) }
-    return ["last_missed_cycle": fields(gap), "recent_missed_cycles": recent.map(fields)]
+    return ["last_missed_cycle": fields(gap), "recent_missed_cycles": .array(recent.map(fields))]
   }
 
-  private func status(_ client: JackClient, _ state: ProcessState) -> [String: Any] {
+  private func status(_ client: JackClient, _ state: ProcessState) -> JSONObject {
     let chain = running.chain
-    let stages: [[String: Any]] = chain.stages.map { stage in
+    let stages: [JSONValue] = chain.stages.map { stage in
       let bypass = chain.parameter("\(stage.id).bypass").map { chain.targets.value($0.index) >= 0.5 } ?? false
-      var fields: [String: Any] = ["id": stage.id, "bypassed": bypass, "latency_frames": stage.latencyFrames]
-      if let mode = running.modes.first(where: { $0.id == stage.id }) {
-        fields.merge(mode.fields) { a, _ in a }
-      }
-      return fields
+      var fields: JSONObject = [
+        "id": .string(stage.id), "bypassed": .bool(bypass), "latency_frames": .int(stage.latencyFrames),
+      ]
+      if let mode = running.modes.first(where: { $0.id == stage.id }) { fields.merge(mode.fields) }
+      return .object(fields)
     }
-    return [
-      "client": client.name, "server": serverLabel, "sample_rate": Int(client.sampleRate),
-      "buffer_frames": Int(client.events.bufferFrames.load(ordering: .relaxed)),
-      "latency_frames": chain.latencyFrames, "xruns": Int(client.events.xruns.load(ordering: .relaxed)),
-      "dsp_load_percent": Double(client.cpuLoadPercent), "preset": running.presetName,
-      "cycles": Int(state.cycles.load(ordering: .relaxed)),
-      "missed_cycles": Int(state.missedCycles.load(ordering: .relaxed)), "chain": stages,
-      "denormals_flushed": state.denormalsFlushed.load(ordering: .relaxed),
-      "freewheeling": client.events.freewheeling.load(ordering: .relaxed),
-    ].merging(stateStatus) { a, _ in a }.merging(Self.missedCycleStatus(state)) { a, _ in a }.merging(
-      recorder.tapStatus
-    ) { a, _ in a }.merging(
-      recorder.loudnessStatus
-    ) { a, _ in a }
+    var fields: JSONObject = [
+      "client": .string(client.name), "server": .string(serverLabel),
+      "sample_rate": .number(client.sampleRate),
+      "buffer_frames": .int(client.events.bufferFrames.load(ordering: .relaxed)),
+      "latency_frames": .int(chain.latencyFrames),
+      "xruns": .int(client.events.xruns.load(ordering: .relaxed)),
+      "dsp_load_percent": .number(Double(client.cpuLoadPercent)), "preset": .string(running.presetName),
+      "cycles": .int(state.cycles.load(ordering: .relaxed)),
+      "missed_cycles": .int(state.missedCycles.load(ordering: .relaxed)), "chain": .array(stages),
+      "denormals_flushed": .bool(state.denormalsFlushed.load(ordering: .relaxed)),
+      "freewheeling": .bool(client.events.freewheeling.load(ordering: .relaxed)),
+    ]
+    for part in [stateStatus, Self.missedCycleStatus(state), recorder.tapStatus, recorder.loudnessStatus] {
+      fields.merge(part)
+    }
+    return fields
   }
 
-  func get(_ request: [String: JSONValue]) throws(ControlError) -> [String: Any] {
+  func get(_ request: JSONObject) throws(ControlError) -> JSONObject {
     let chain = running.chain
     if let key = request["key"] {
       guard let name = key.string else { throw ControlError("\"key\" must be a string") }
       guard let p = chain.parameter(name) else {
         throw ControlError("'\(name)' is not a parameter of the running chain")
       }
-      return ["values": [name: Double(chain.targets.value(p.index))]]
+      return ["values": [name: .number(Double(chain.targets.value(p.index)))]]
     }
     var values: [String: Double] = [:]
     for p in chain.parameters { values[p.key] = Double(chain.targets.value(p.index)) }
-    return ["values": values]
+    guard try request.flag("describe") else { return ["values": JSONValue(values)] }
+    return [
+      "values": JSONValue(values), "parameters": .array(chain.parameters.map { Self.describe($0, chain) }),
+    ]
   }
 
-  func set(_ request: [String: JSONValue]) throws(ControlError) -> [String: Any] {
+  /// One parameter as `get` with `"describe": true` gives it (the descriptions `livemic params`
+  /// prints): key, stage, name, unit, range, default, kind (`continuous`, `toggle`, `integer`,
+  /// `choice` with its `choices`, `output` for a read-only report), summary and value.
+  static func describe(_ p: VoiceChain.Parameter, _ chain: VoiceChain) -> JSONValue {
+    let (stage, name) = p.key.split(separator: ".", maxSplits: 1).map(String.init).splitPair
+    var fields: JSONObject = [
+      "key": .string(p.key), "stage": .string(stage), "name": .string(name), "unit": .string(p.spec.unit),
+      "min": .number(Double(p.spec.minimum)), "max": .number(Double(p.spec.maximum)),
+      "default": .number(Double(p.spec.defaultValue)),
+    ]
+    switch p.spec.kind {
+    case .continuous: fields["kind"] = "continuous"
+    case .toggle: fields["kind"] = "toggle"
+    case .integer: fields["kind"] = "integer"
+    case .output: fields["kind"] = "output"
+    case .choice(let options):
+      fields["kind"] = "choice"
+      fields["choices"] = .array(options.map { .number(Double($0)) })
+    }
+    fields["summary"] = .string(p.spec.summary)
+    fields["value"] = .number(Double(chain.targets.value(p.index)))
+    return .object(fields)
+  }
+
+  func set(_ request: JSONObject) throws(ControlError) -> JSONObject {
     let chain = running.chain
     guard let key = request["key"]?.string else { throw ControlError("\"set\" needs a \"key\" string") }
     guard let p = chain.parameter(key) else {
@@ -161,14 +190,25 @@ extension LiveSession {
       )
     }
     let used = chain.set(key, value) ?? value
-    return ["key": key, "value": Double(used)]
+    return ["key": .string(key), "value": .number(Double(used))]
   }
 
-  private func preset(_ request: [String: JSONValue], _ client: JackClient, _ state: ProcessState)
-    throws(ControlError) -> [String: Any]
+  private func preset(_ request: JSONObject, _ client: JackClient, _ state: ProcessState)
+    throws(ControlError) -> JSONObject
   {
     guard let action = request["action"]?.string.flatMap(ControlProtocol.PresetAction.init(rawValue:)) else {
-      throw ControlError("\"preset\" needs \"action\": \"load\" or \"save\"")
+      throw ControlError("\"preset\" needs \"action\": \"load\", \"save\" or \"list\"")
+    }
+    if action == .list {
+      let presets: [JSONValue] = PresetLibrary().all().map { entry in
+        var fields: JSONObject = ["name": .string(entry.name)]
+        switch entry.result {
+        case .success(let preset): fields["description"] = .string(preset.description)
+        case .failure(let error): fields["error"] = .string(error.description)
+        }
+        return .object(fields)
+      }
+      return ["presets": .array(presets), "preset": .string(running.presetName)]
     }
     guard let name = request["name"]?.string, !name.isEmpty else {
       throw ControlError("\"preset \(action.rawValue)\" needs a \"name\" string")
@@ -182,7 +222,7 @@ extension LiveSession {
           modes: running.modes)
       } catch { throw ControlError(error) }
       Log.info("preset saved to '\(path)'")
-      return ["path": path]
+      return ["path": .string(path)]
     }
     let previous = options.preset
     options.preset = name
@@ -190,11 +230,11 @@ extension LiveSession {
       options.preset = previous
       throw ControlError(failure)
     }
-    return ["preset": running.presetName]
+    return ["preset": .string(running.presetName)]
   }
 
   /// The mode of a `mute` request (default `ramp`).
-  static func muteMode(_ request: [String: JSONValue]) throws(ControlError) -> MuteMode {
+  static func muteMode(_ request: JSONObject) throws(ControlError) -> MuteMode {
     let name = try request.text("mode", or: MuteMode.ramp.rawValue)
     guard let mode = MuteMode(rawValue: name) else {
       throw ControlError("mute mode '\(name)' is not one of ramp, input, suspend")
@@ -202,10 +242,11 @@ extension LiveSession {
     return mode
   }
 
-  private func connections(_ client: JackClient) -> [String: [String]] {
+  /// Every connection of LiveMic's ports (`connections`, and `route`'s answers).
+  func connections(_ client: JackClient) -> JSONValue {
     var result: [String: [String]] = [:]
     for (port, _) in client.allPortNames { result[port] = client.connections(of: port) }
-    return result
+    return JSONValue(result)
   }
 
 }
@@ -230,7 +271,22 @@ struct ControlError: CodedError {
   var description: String { message }
 }
 
-extension [String: JSONValue] {
+extension [String] {
+  /// The first two elements (the second empty when there is none).
+  fileprivate var splitPair: (String, String) { (first ?? "", count > 1 ? self[1] : "") }
+}
+
+extension JSONObject {
+  /// A request's optional true/false field: false when absent or null, and an error when it
+  /// holds something else.
+  func flag(_ key: String) throws(ControlError) -> Bool {
+    switch self[key] {
+    case nil, .null?: return false
+    case .bool(let b)?: return b
+    default: throw ControlError("\"\(key)\" must be true or false")
+    }
+  }
+
   /// A request's optional string field: its text, `fallback` when the field is absent or null,
   /// and an error when it holds something else (a number given as an action was once taken as
   /// the action's default).

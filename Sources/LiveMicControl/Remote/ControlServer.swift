@@ -91,10 +91,10 @@ final class ControlServer: @unchecked Sendable {
 
   /// A request waiting for the supervisor, and where its answer goes.
   final class Pending: @unchecked Sendable {
-    let request: [String: JSONValue]
+    let request: JSONObject
     private let done = DispatchSemaphore(value: 0)
     private(set) var response = ""
-    init(_ request: [String: JSONValue]) { self.request = request }
+    init(_ request: JSONObject) { self.request = request }
     func answer(_ line: String) {
       response = line
       done.signal()
@@ -256,7 +256,7 @@ final class ControlServer: @unchecked Sendable {
 
   /// Parses one request line: its command and its object, or the error answer (the same for
   /// every door that takes lines).
-  static func parse(_ line: Data) -> Result<(String, [String: JSONValue]), Refusal> {
+  static func parse(_ line: Data) -> Result<(String, JSONObject), Refusal> {
     let value: JSONValue
     do { value = try JSONValue.parse(line) } catch {
       return .failure(
@@ -294,7 +294,7 @@ final class ControlServer: @unchecked Sendable {
 
   /// `subscribe` adds topics (all when "topics" is absent), `unsubscribe` removes them (all
   /// when absent); the answer lists the topics now followed.
-  private func subscription(_ command: String, _ object: [String: JSONValue], _ connection: Connection)
+  private func subscription(_ command: String, _ object: JSONObject, _ connection: Connection)
     -> Reply
   {
     var named = Set(Self.topics)
@@ -320,7 +320,7 @@ final class ControlServer: @unchecked Sendable {
     let written = connection.changeTopics { topics in
       if subscribing { topics.formUnion(named) } else { topics.subtract(named) }
     } answer: { now in
-      "{\"ok\":true,\"topics\":[" + now.sorted().map { EventStream.quote($0) }.joined(separator: ",") + "]}"
+      Self.answer(["topics": JSONValue(now.sorted())])
     }
     if subscribing { wake.signal() }  // meters start at once
     return .answered(written: written)
@@ -328,7 +328,7 @@ final class ControlServer: @unchecked Sendable {
 
   /// Hands a request to the supervisor and waits for its answer (any thread but the
   /// supervisor's: the OSC door uses it too).
-  func submit(_ object: [String: JSONValue]) -> String {
+  func submit(_ object: JSONObject) -> String {
     let request = Pending(object)
     let queued = queue.withLock { q in
       guard !closed else { return false }
@@ -353,16 +353,20 @@ final class ControlServer: @unchecked Sendable {
     for request in left { request.answer(Self.error(reason, code: "control.closing")) }
   }
 
-  /// One answer line: `object` as JSON with sorted keys.
-  static func encode(_ object: [String: Any]) -> String {
-    guard
-      let data = try? JSONSerialization.data(
-        withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
-    else { return error("internal error: the response could not be encoded") }
-    return String(decoding: data, as: UTF8.self)
+  /// One answer line: `{"ok": true}` with `fields`, keys sorted at every level (as answers have
+  /// always been written; `ok` cannot be overridden).
+  static func answer(_ fields: JSONObject) -> String {
+    (["ok": true] as JSONObject).merging(fields).encoded(sortedKeys: true)
   }
 
+  /// One error line: `{"ok": false, "error": message, "code": code}`, in that order.
   static func error(_ message: String, code: String = "control.refused") -> String {
-    "{\"ok\":false,\"error\":\(EventStream.quote(message)),\"code\":\(EventStream.quote(code))}"
+    (["ok": false, "error": .string(message), "code": .string(code)] as JSONObject).encoded()
+  }
+
+  /// One stream line: `{"stream": name, ...fields}`, `stream` first (a client waiting for an
+  /// answer tells the two apart by it) and the fields in their order.
+  static func streamLine(_ name: String, _ fields: JSONObject) -> String {
+    (["stream": .string(name)] as JSONObject).merging(fields).encoded()
   }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import LiveMicPresets
 
 /// The structured event stream (`--events json` on standard output, `--events PATH` to a file):
 /// one JSON object per line, `{"time": ISO-8601, "event": NAME, ...fields}`.
@@ -8,17 +9,10 @@ import Foundation
 /// `stream-started`, `stream-opened`, `stream-closed`, `stream-stopped`, `stream-failed`, `stopped` (see docs/operations.md and docs/recording.md for their fields).
 /// Thread: the supervisor.
 final class EventStream {
-  /// A field value.
-  enum Value {
-    case string(String)
-    case int(Int)
-    case double(Double)
-    case bool(Bool)
-  }
-
   private let handle: FileHandle?
-  /// Also called with each event's name and line (without its newline): the subscribers.
-  var listener: ((String, String) -> Void)?
+  /// Also called with each event's name and object (`time`, `event`, then its fields): the
+  /// subscribers.
+  var listener: ((String, JSONObject) -> Void)?
   private let formatter: ISO8601DateFormatter = {
     let f = ISO8601DateFormatter()
     f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
@@ -42,37 +36,25 @@ final class EventStream {
     }
   }
 
-  /// Writes one event line.
-  func emit(_ event: String, _ fields: KeyValuePairs<String, Value> = [:]) {
-    guard handle != nil || listener != nil else { return }
-    var line = "{\"time\":\"\(formatter.string(from: Date()))\",\"event\":\(Self.quote(event))"
-    for (key, value) in fields {
-      line += ",\(Self.quote(key)):"
-      switch value {
-      case .string(let s): line += Self.quote(s)
-      case .int(let n): line += String(n)
-      case .double(let d): line += d.isFinite ? String(format: "%.3f", d) : "null"
-      case .bool(let b): line += b ? "true" : "false"
+  /// The event object: `time` and `event` first, then `fields` in their order; a fraction is
+  /// rounded to 3 decimals (milliseconds, percentages: more digits would be noise).
+  func object(_ event: String, _ fields: JSONObject, at date: Date = Date()) -> JSONObject {
+    var object: JSONObject = ["time": .string(formatter.string(from: date)), "event": .string(event)]
+    for (key, value) in fields where object[key] == nil {
+      if case .number(let n) = value, n.isFinite, n != n.rounded() {
+        object[key] = .number((n * 1000).rounded() / 1000)
+      } else {
+        object[key] = value
       }
     }
-    line += "}"
-    listener?(event, line)
-    handle?.write(Data((line + "\n").utf8))
+    return object
   }
 
-  static func quote(_ s: String) -> String {
-    var out = "\""
-    for scalar in s.unicodeScalars {
-      switch scalar {
-      case "\"": out += "\\\""
-      case "\\": out += "\\\\"
-      case "\n": out += "\\n"
-      case "\r": out += "\\r"
-      case "\t": out += "\\t"
-      case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
-      default: out.unicodeScalars.append(scalar)
-      }
-    }
-    return out + "\""
+  /// Writes one event line.
+  func emit(_ event: String, _ fields: JSONObject = [:]) {
+    guard handle != nil || listener != nil else { return }
+    let object = object(event, fields)
+    listener?(event, object)
+    handle?.write(Data((object.encoded() + "\n").utf8))
   }
 }

@@ -86,7 +86,7 @@ final class OscServer: @unchecked Sendable {
 
   /// The control request an OSC message stands for; nil when the datagram is not OSC, empty
   /// when it is OSC but not a LiveMic message.
-  private func decode(_ buffer: inout [UInt8], _ size: Int) -> [String: JSONValue]? {
+  private func decode(_ buffer: inout [UInt8], _ size: Int) -> JSONObject? {
     guard let (path, args) = OscCodec.decode(&buffer, size) else { return nil }
     func arg(_ i: Int) -> JSONValue? { i < args.count ? args[i] : nil }
     let parts = path.split(separator: "/").map(String.init)
@@ -133,8 +133,7 @@ final class OscServer: @unchecked Sendable {
       if list.count > 8 { list.removeFirst() }
       return entry.topics
     }
-    return "{\"ok\":true,\"topics\":[" + now.sorted().map { EventStream.quote($0) }.joined(separator: ",")
-      + "]}"
+    return ControlServer.answer(["topics": JSONValue(now.sorted())])
   }
 
   /// True when some OSC subscriber follows `topic`.

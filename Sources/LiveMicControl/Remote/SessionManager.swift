@@ -49,7 +49,7 @@ extension LiveSession {
       options.overrides = []  // the saved values win over the command line's
     }
     if let data = FileManager.default.contents(atPath: Self.sessionConnectionsPath(open.path)),
-      let saved = try? JSONSerialization.jsonObject(with: data) as? [String: [String]]
+      let saved = Self.connections(in: data)
     {
       sessionConnections = saved
       options.noConnect = true  // exactly the saved connections
@@ -103,11 +103,23 @@ extension LiveSession {
       connections[String(port.split(separator: ":", maxSplits: 1).last ?? ""), default: []] += []
     }
     guard
-      let data = try? JSONSerialization.data(
-        withJSONObject: connections, options: [.prettyPrinted, .sortedKeys]),
-      FileManager.default.createFile(atPath: Self.sessionConnectionsPath(open.path), contents: data)
+      FileManager.default.createFile(
+        atPath: Self.sessionConnectionsPath(open.path),
+        contents: Data((JSONValue(connections).encoded(.pretty) + "\n").utf8))
     else { throw ControlError("cannot write '\(Self.sessionConnectionsPath(open.path))'") }
     Log.info("session state saved to '\(open.path)'")
     return path
+  }
+
+  /// The saved connections in `connections.json` (our short port name → other ports); nil when
+  /// the file is not such an object.
+  static func connections(in data: Data) -> [String: [String]]? {
+    guard let object = (try? JSONValue.parse(data))?.object else { return nil }
+    var result: [String: [String]] = [:]
+    for (port, value) in object {
+      guard let list = value.array, list.allSatisfy({ $0.string != nil }) else { return nil }
+      result[port] = list.compactMap(\.string)
+    }
+    return result
   }
 }

@@ -56,18 +56,19 @@ public struct AutoloadRules {
 
   static func parse(_ data: Data, path: String, library: PresetLibrary) throws(AutoloadError) -> AutoloadRules
   {
-    guard let top = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
+    guard let top = (try? JSONValue.parse(data))?.object else {
       throw .invalid(path: path, reason: "it is not a JSON object")
     }
     let unknown = Set(top.keys).subtracting(["autoload", "fallback"])
     if let key = unknown.sorted().first { throw .invalid(path: path, reason: "unknown key '\(key)'") }
-    guard let list = top["autoload"] as? [[String: Any]] else {
+    guard let list = top["autoload"]?.array, list.allSatisfy({ $0.object != nil }) else {
       throw .invalid(
         path: path, reason: "\"autoload\" must be a list of {\"target\": REGEX, \"preset\": NAME}")
     }
     var rules: [Rule] = []
     for (i, entry) in list.enumerated() {
-      guard let target = entry["target"] as? String, let preset = entry["preset"] as? String, entry.count == 2
+      guard let target = entry["target"]?.string, let preset = entry["preset"]?.string,
+        entry.object?.count == 2
       else {
         throw .invalid(path: path, reason: "autoload[\(i)] must be {\"target\": REGEX, \"preset\": NAME}")
       }
@@ -76,7 +77,7 @@ public struct AutoloadRules {
       }
       rules.append(Rule(target: target, pattern: pattern, preset: preset))
     }
-    let fallback = top["fallback"] as? String
+    let fallback = top["fallback"]?.string
     if top["fallback"] != nil && fallback == nil {
       throw .invalid(path: path, reason: "\"fallback\" must be a preset name")
     }

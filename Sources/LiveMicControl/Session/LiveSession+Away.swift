@@ -8,20 +8,17 @@ import LiveMicPresets
 /// runs once the server is back; a mute or unmute holds across the reconnection; the rest needs
 /// the server. Thread: the supervisor.
 extension LiveSession {
-  func answerWhileAway(_ request: [String: JSONValue]) -> String {
+  func answerWhileAway(_ request: JSONObject) -> String {
     let command = request["cmd"]?.string ?? ""
     do throws(ControlError) {
-      let result: [String: Any]
+      let result: JSONObject
       switch command {
       case "status":
-        result = [
-          "client": options.clientName, "server": serverLabel, "preset": running.presetName,
-          "freewheeling": false,
-        ].merging(
-          stateStatus
-        ) {
-          a, _ in a
-        }
+        let fields: JSONObject = [
+          "client": .string(options.clientName), "server": .string(serverLabel),
+          "preset": .string(running.presetName), "freewheeling": false,
+        ]
+        result = fields.merging(stateStatus)
       case "get": result = try get(request)
       case "set": result = try set(request)
       // Kept for the new client: it starts silent (ramp, suspend) or with the input muted.
@@ -33,7 +30,7 @@ extension LiveSession {
         throw ControlError(
           "'\(command)' needs the JACK server, which is away (LiveMic is reconnecting, attempt \(attempt))")
       }
-      return ControlServer.encode(["ok": true].merging(result) { a, _ in a })
+      return ControlServer.answer(result)
     } catch {
       return ControlServer.error(error.message, code: error.code)
     }

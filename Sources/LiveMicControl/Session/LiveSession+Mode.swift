@@ -14,13 +14,15 @@ extension LiveSession {
   /// cannot be met (`plugin` with none usable, `webrtc` for a unit without it, a stage without
   /// modes) is refused in one sentence and the running chain kept. A preset load (`ctl preset
   /// load`, SIGHUP, `--watch`) resolves the preset's own modes again.
-  func modeCommand(_ request: [String: JSONValue], _ client: JackClient, _ state: ProcessState)
-    throws(ControlError) -> [String: Any]
+  func modeCommand(_ request: JSONObject, _ client: JackClient, _ state: ProcessState)
+    throws(ControlError) -> JSONObject
   {
-    let fields = { (r: ModeResolution) -> [String: Any] in
-      ["id": r.id, "unit": r.unit].merging(r.fields) { a, _ in a }
+    let fields = { (r: ModeResolution) -> JSONObject in
+      (["id": .string(r.id), "unit": .string(r.unit)] as JSONObject).merging(r.fields)
     }
-    guard request["id"] != nil || request["mode"] != nil else { return ["modes": running.modes.map(fields)] }
+    guard request["id"] != nil || request["mode"] != nil else {
+      return ["modes": .array(running.modes.map { .object(fields($0)) })]
+    }
     guard let id = request["id"]?.string, !id.isEmpty else {
       throw ControlError("\"mode\" needs an \"id\" string (a stage of the running chain)")
     }
@@ -58,7 +60,7 @@ extension LiveSession {
       "mode-changed",
       [
         "id": .string(id), "mode": .string(mode.rawValue), "implementation": .string(now.effective),
-        "why": .string(now.reason), "ms": .double(ms),
+        "why": .string(now.reason), "ms": .number(ms),
       ])
     return fields(now)
   }

@@ -122,8 +122,8 @@ extension LiveSession {
 
   /// `route` (show), `route override`, `route clear`, `route default`: the requested route,
   /// the effective target, the actual connections and the candidates available now.
-  func routeCommand(_ request: [String: JSONValue], _ client: JackClient, _ state: ProcessState)
-    throws(ControlError) -> [String: Any]
+  func routeCommand(_ request: JSONObject, _ client: JackClient, _ state: ProcessState)
+    throws(ControlError) -> JSONObject
   {
     guard let controller = route else { throw ControlError("LiveMic has no output route") }
     let name = try request.text("action", or: ControlProtocol.RouteAction.show.rawValue)
@@ -155,14 +155,11 @@ extension LiveSession {
       throw ControlError("unknown route action '\(name)' (show, override, clear, default)")
     }
     if let change { follow(change, controller, client, state) }
-    var connections: [String: [String]] = [:]
-    for (port, _) in client.allPortNames { connections[port] = client.connections(of: port) }
-    var result: [String: Any] = [
-      "default": controller.patterns.isEmpty ? controller.fixedDefault : controller.patterns,
-      "requested": controller.requested, "effective": controller.preferred(client).targets,
-      "targets": controller.current, "candidates": controller.candidates(client), "connections": connections,
+    return [
+      "default": JSONValue(controller.patterns.isEmpty ? controller.fixedDefault : controller.patterns),
+      "override": JSONValue(controller.override), "requested": .string(controller.requested),
+      "effective": JSONValue(controller.preferred(client).targets), "targets": JSONValue(controller.current),
+      "candidates": JSONValue(controller.candidates(client)), "connections": connections(client),
     ]
-    result["override"] = controller.override ?? NSNull()
-    return result
   }
 }

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import LiveMicEngine
+import LiveMicPresets
 
 /// The supervisor's state changes, all in one place: `transition` applies an event to the
 /// state (`SupervisorState.applying`), makes the audio follow, logs the change in one line and
@@ -71,18 +72,18 @@ extension LiveSession {
   }
 
   /// `ctl mute`: the user's mute `mode` (replacing another mode directly).
-  func mute(_ mode: MuteMode, _ client: JackClient?, _ state: ProcessState?) -> [String: Any] {
+  func mute(_ mode: MuteMode, _ client: JackClient?, _ state: ProcessState?) -> JSONObject {
     if supervisorState.muteMode != mode {
       let away = supervisorState.link != .live
       transition(.mute(mode), reason: "control", client: client, state: state)
       Log.info("output muted (control, mode \(mode.rawValue)\(away ? ", while the server is away" : ""))")
       stream.emit("muted", ["reason": .string("control"), "mode": .string(mode.rawValue)])
     }
-    return ["muted": true, "mode": mode.rawValue]
+    return ["muted": true, "mode": .string(mode.rawValue)]
   }
 
   /// `ctl unmute` or SIGUSR1: lifts the user's mode and the route's mute.
-  func unmute(_ client: JackClient?, _ state: ProcessState?) -> [String: Any] {
+  func unmute(_ client: JackClient?, _ state: ProcessState?) -> JSONObject {
     let wasMuted = supervisorState.isMuted
     transition(.unmute, reason: "control", client: client, state: state)
     if wasMuted {
@@ -94,15 +95,15 @@ extension LiveSession {
 
   /// The state's fields of `status`: `state`, `muted`, `mute_mode`, and while reconnecting
   /// `attempt` and `lost_seconds`.
-  var stateStatus: [String: Any] {
-    var fields: [String: Any] = [
-      "state": supervisorState.name, "muted": supervisorState.isMuted,
-      "mute_mode": supervisorState.muteModeName,
+  var stateStatus: JSONObject {
+    var fields: JSONObject = [
+      "state": .string(supervisorState.name), "muted": .bool(supervisorState.isMuted),
+      "mute_mode": .string(supervisorState.muteModeName),
     ]
     if case .reconnecting(let attempt, let lost) = supervisorState.link {
       let seconds = Double(DispatchTime.now().uptimeNanoseconds &- lost) / 1e9
-      fields["attempt"] = attempt
-      fields["lost_seconds"] = (seconds * 10).rounded() / 10
+      fields["attempt"] = .int(attempt)
+      fields["lost_seconds"] = .number((seconds * 10).rounded() / 10)
     }
     return fields
   }

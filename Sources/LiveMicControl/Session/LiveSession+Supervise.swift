@@ -92,7 +92,7 @@ extension LiveSession {
       stream.emit(
         "reconnected",
         [
-          "server": .string(serverLabel), "ms": .double(ms), "sample_rate": .int(Int(client.sampleRate)),
+          "server": .string(serverLabel), "ms": .number(ms), "sample_rate": .int(Int(client.sampleRate)),
           "buffer_frames": .int(client.bufferFrames), "restored": .int(book.restoredCount),
           "waiting": .int(book.pendingCount),
         ])
@@ -274,7 +274,7 @@ extension LiveSession {
     stream.emit(
       "health",
       [
-        "dsp_load_percent": .double(Double(client.cpuLoadPercent)), "xruns": .int(Int(xrunsNow)),
+        "dsp_load_percent": .number(Double(client.cpuLoadPercent)), "xruns": .int(Int(xrunsNow)),
         "xruns_last_minute": .int(Int(xrunHistory.lastMinute(total: xrunsNow))),
         "cycles": .int(Int(state.cycles.load(ordering: .relaxed))), "stages": .string(running.stageSummary()),
       ])
@@ -333,7 +333,7 @@ extension LiveSession {
       [
         "new": .int(Int(xruns - watch.reportedXruns)), "total": .int(Int(xruns)),
         "last_minute": .int(Int(lastMinute)),
-        "delay_us": .double(Double(delay)), "dsp_load_percent": .double(Double(load)),
+        "delay_us": .number(Double(delay)), "dsp_load_percent": .number(Double(load)),
       ])
     watch.reportedXruns = xruns
     watch.lastXrunReport = now

@@ -187,7 +187,7 @@ public final class LiveSession: @unchecked Sendable {
       ])
     stream.emit("preset-loaded", ["name": .string(preset.name), "reason": .string("start")])
     recorder.startTapConsumers(client.host)
-    stream.listener = { [unowned self] name, line in self.fanOut(event: name, line: line) }
+    stream.listener = { [unowned self] name, object in self.fanOut(event: name, object: object) }
     if let port = options.oscPort, let control {
       do {
         osc = try OscServer(host: options.oscHost, port: port, control: control)
@@ -293,7 +293,7 @@ public final class LiveSession: @unchecked Sendable {
         "preset '\(preset.name)' reloaded (\(reason)) and crossfaded in after " + String(format: "%.0f", ms)
           + " ms")
       stream.emit(
-        "preset-loaded", ["name": .string(preset.name), "reason": .string(reason), "ms": .double(ms)])
+        "preset-loaded", ["name": .string(preset.name), "reason": .string(reason), "ms": .number(ms)])
       return nil
     } catch {
       Log.error("preset not reloaded (\(reason)): \(error.description); the running chain is kept")

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 /// The release `livemic` binary run as a child process, its standard error kept in a file.
@@ -91,8 +92,18 @@ func runToEnd(_ executable: URL, _ arguments: [String], environment: [String: St
   process.standardOutput = out
   process.standardError = err
   try process.run()
+  // Both pipes are read at once: a child that fills one (64 KiB) while the runner waits for the
+  // other's end would block forever (ProcessRunnerTests).
+  let errRead = DispatchSemaphore(value: 0)
+  let errBox = Mutex(Data())
+  Thread.detachNewThread {
+    let data = err.fileHandleForReading.readDataToEndOfFile()
+    errBox.withLock { $0 = data }
+    errRead.signal()
+  }
   let outData = out.fileHandleForReading.readDataToEndOfFile()
-  let errData = err.fileHandleForReading.readDataToEndOfFile()
+  errRead.wait()
+  let errData = errBox.withLock { $0 }
   process.waitUntilExit()
   return (
     process.terminationStatus, String(decoding: outData, as: UTF8.self),

@@ -1,5 +1,6 @@
 import DSP
 import Foundation
+import LiveMicPresets
 import Testing
 
 @testable import LiveMicControl
@@ -10,8 +11,8 @@ import Testing
 /// them.
 @Suite struct RecorderFreewheelTests {
   /// A recorder with a loudness meter and a listener that keeps the events.
-  static func recorder() throws -> (Recorder, LoudnessMeter, Locked<[String]>) {
-    let lines = Locked<[String]>([])
+  static func recorder() throws -> (Recorder, LoudnessMeter, Locked<[JSONObject]>) {
+    let lines = Locked<[JSONObject]>([])
     let stream = try EventStream(destination: nil)
     stream.listener = { _, line in lines.withLock { $0.append(line) } }
     let recorder = Recorder(options: RunOptions(), stream: stream, wake: DispatchSemaphore(value: 0))
@@ -31,7 +32,7 @@ import Testing
   }
 
   /// Runs `steps` on a recorder with a loudness meter and returns its `freewheel` events.
-  static func freewheelEvents(_ steps: [Step]) throws -> [[String: Any]] {
+  static func freewheelEvents(_ steps: [Step]) throws -> [JSONObject] {
     let (recorder, meter, lines) = try recorder()
     defer { meter.finish() }
     let events = EngineEvents()
@@ -43,9 +44,7 @@ import Testing
       case .wake: recorder.followFreewheel(&watch, events)
       }
     }
-    return lines.withLock { $0 }.compactMap {
-      try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
-    }.filter { $0["event"] as? String == "freewheel" }
+    return lines.withLock { $0 }.filter { $0["event"]?.string == "freewheel" }
   }
 
   /// The graph runs hundreds of times real time: the meter's ring can overflow before the
@@ -60,16 +59,16 @@ import Testing
       .drop(1000),  // after it saw the start
       .freewheel(false), .wake,
     ])
-    #expect(changes.map { $0["on"] as? Bool } == [true, false], "\(changes)")
-    #expect(changes.last?["loudness_dropped_frames"] as? Int == 56040, "\(changes)")
-    #expect(changes.last?["dropped_frames"] as? Int == 0, "\(changes)")
+    #expect(changes.map { $0["on"]?.bool } == [true, false], "\(changes)")
+    #expect(changes.last?["loudness_dropped_frames"]?.integer == 56040, "\(changes)")
+    #expect(changes.last?["dropped_frames"]?.integer == 0, "\(changes)")
   }
 
   /// A start and a stop both between two wakes: the drops meanwhile are the freewheel's.
   @Test func aWholeFreewheelBetweenTwoWakesKeepsItsDrops() throws {
     let changes = try Self.freewheelEvents([.wake, .freewheel(true), .drop(4096), .freewheel(false), .wake])
-    #expect(changes.map { $0["on"] as? Bool } == [true, false], "\(changes)")
-    #expect(changes.last?["loudness_dropped_frames"] as? Int == 4096, "\(changes)")
+    #expect(changes.map { $0["on"]?.bool } == [true, false], "\(changes)")
+    #expect(changes.last?["loudness_dropped_frames"]?.integer == 4096, "\(changes)")
   }
 
   /// A stop and the next start between two wakes: the first freewheel's drops are reported with
@@ -79,7 +78,7 @@ import Testing
       .wake, .freewheel(true), .wake, .drop(300), .freewheel(false), .freewheel(true), .wake, .drop(20),
       .freewheel(false), .wake,
     ])
-    #expect(changes.map { $0["on"] as? Bool } == [true, false, true, false], "\(changes)")
-    #expect(changes.compactMap { $0["loudness_dropped_frames"] as? Int } == [300, 20], "\(changes)")
+    #expect(changes.map { $0["on"]?.bool } == [true, false, true, false], "\(changes)")
+    #expect(changes.compactMap { $0["loudness_dropped_frames"]?.integer } == [300, 20], "\(changes)")
   }
 }

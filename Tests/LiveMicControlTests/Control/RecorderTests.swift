@@ -13,14 +13,10 @@ import Testing
   static let host = Recorder.Host(name: "lmrectest", sampleRate: 48000)
 
   /// A recorder whose events are kept.
-  static func recorder() throws -> (Recorder, Locked<[[String: Any]]>) {
-    let events = Locked<[[String: Any]]>([])
+  static func recorder() throws -> (Recorder, Locked<[JSONObject]>) {
+    let events = Locked<[JSONObject]>([])
     let stream = try EventStream(destination: nil)
-    stream.listener = { _, line in
-      if let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] {
-        events.withLock { $0.append(object) }
-      }
-    }
+    stream.listener = { _, object in events.withLock { $0.append(object) } }
     return (Recorder(options: RunOptions(), stream: stream, wake: DispatchSemaphore(value: 0)), events)
   }
 
@@ -63,17 +59,17 @@ import Testing
     let second = try recorder.startRecording(
       tap: .output, format: .wav, path: folder + "/", origin: .control, client: Self.host)
     #expect(second.path != recording.path, "two recordings in the same second share a name")
-    #expect((recorder.tapStatus["recordings"] as? [[String: Any]])?.count == 2)
+    #expect(recorder.tapStatus["recordings"]?.array?.count == 2)
     Self.play(recorder, cycles: 100)
     let summary = recorder.stopRecording(recording, audioRunning: false, reason: "test")
     recorder.stopRecording(second, audioRunning: false, reason: "test")
-    #expect(summary["frames"] as? Int == 6400, "\(summary)")
-    #expect(summary["dropped_frames"] as? Int == 0, "\(summary)")
+    #expect(summary["frames"]?.integer == 6400, "\(summary)")
+    #expect(summary["dropped_frames"]?.integer == 0, "\(summary)")
     #expect(recorder.recordings.isEmpty)
     let size = try FileManager.default.attributesOfItem(atPath: recording.path)[.size] as? Int
     #expect(
       (size ?? 0) >= 44 + 6400 * 2 * 2, "a WAV of 6400 stereo frames, at least 16-bit: \(size ?? -1) bytes")
-    let names = events.withLock { $0 }.compactMap { $0["event"] as? String }
+    let names = events.withLock { $0 }.compactMap { $0["event"]?.string }
     #expect(names == ["record-started", "record-started", "record-stopped", "record-stopped"], "\(names)")
   }
 
@@ -88,7 +84,7 @@ import Testing
     }
     #expect(throws: ControlError.self) { try recorder.record(["action": .string("rewind")], Self.host) }
     #expect(recorder.recordings.isEmpty)
-    #expect((try recorder.record([:], Self.host)["recordings"] as? [Any])?.isEmpty == true)
+    #expect(try recorder.record([:], Self.host)["recordings"]?.array?.isEmpty == true)
   }
 
   /// `record stop` with an id no whole number can hold (a fuzzed control message once stopped
@@ -115,12 +111,12 @@ import Testing
     Self.play(recorder, cycles: 3000, amplitude: 0.1)  // 4 s
     let deadline = Date().addingTimeInterval(5)
     while meter.reading.integrated < -70 && Date() < deadline { usleep(20_000) }
-    let status = try #require(recorder.loudnessStatus["loudness"] as? [String: Any])
-    #expect(status["dropped_frames"] as? Int == 0, "\(status)")
+    let status = try #require(recorder.loudnessStatus["loudness"]?.object)
+    #expect(status["dropped_frames"]?.integer == 0, "\(status)")
     // A 1 kHz sine of amplitude 0.1 (-23 dBFS RMS) on both channels: about -20 LUFS.
     #expect(abs(meter.reading.integrated + 20) < 1.5, "\(status)")
     _ = try recorder.loudnessCommand(["action": .string("reset")])
-    #expect(events.withLock { $0 }.contains { $0["event"] as? String == "loudness-reset" })
+    #expect(events.withLock { $0 }.contains { $0["event"]?.string == "loudness-reset" })
   }
 
   @Test(
@@ -138,8 +134,8 @@ import Testing
     #expect(opened, "the stream never opened its file")
     Self.play(recorder, cycles: 750)  // 1 s
     let summary = try #require(recorder.stopStream(audioRunning: false, reason: "test"))
-    #expect(summary["frames"] as? Int == 48000 && summary["dropped_frames"] as? Int == 0, "\(summary)")
-    #expect(events.withLock { $0 }.contains { $0["event"] as? String == "stream-stopped" })
+    #expect(summary["frames"]?.integer == 48000 && summary["dropped_frames"]?.integer == 0, "\(summary)")
+    #expect(events.withLock { $0 }.contains { $0["event"]?.string == "stream-stopped" })
     // The header's lengths say "unknown" (a stream has no end); libsndfile reads to the file's end.
     var info = SF_INFO()
     let file = try #require(sf_open(path, Int32(SFM_READ), &info), "libsndfile cannot open the stream")
