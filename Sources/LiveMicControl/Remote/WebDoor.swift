@@ -36,7 +36,28 @@ final class WebDoor: StreamSink, @unchecked Sendable {
 
   /// Where the door listens (the port resolved when 0 was asked for).
   let binding: WebBinding
-  private let token: String
+  /// The token, read again from its file when that changes (checked at most once a second), so
+  /// `livemic web token --rotate` locks out the old one at once.
+  private let tokenState: Mutex<(token: String, checked: UInt64, modified: timespec)>
+  private var token: String {
+    tokenState.withLock { state in
+      let now = DispatchTime.now().uptimeNanoseconds
+      guard now > state.checked + 1_000_000_000 else { return state.token }
+      state.checked = now
+      var info = stat()
+      if stat(WebToken.path, &info) == 0,
+        info.st_mtim.tv_sec != state.modified.tv_sec || info.st_mtim.tv_nsec != state.modified.tv_nsec,
+        let fresh = WebToken.read()
+      {
+        state.token = fresh
+        state.modified = info.st_mtim
+      }
+      return state.token
+    }
+  }
+  /// A file beside the control socket saying where the door listens (for `livemic doctor`),
+  /// removed at shutdown.
+  var markerPath: String?
   private let control: ControlServer
   private let rate = WebRateLimit(perSecond: WebDoor.ratePerSecond, burst: WebDoor.rateBurst)
   private let feeds = Locked<[Feed]>([])
@@ -56,7 +77,9 @@ final class WebDoor: StreamSink, @unchecked Sendable {
 
   /// Starts the daemon on `binding`; `token` is required on every request.
   init(binding requested: WebBinding, token: String, control: ControlServer) throws(SessionError) {
-    self.token = token
+    var info = stat()
+    let modified = stat(WebToken.path, &info) == 0 ? info.st_mtim : timespec()
+    tokenState = Mutex((token, DispatchTime.now().uptimeNanoseconds, modified))
     self.control = control
     let (fd, port) = try Self.listen(on: requested)
     binding = WebBinding(host: requested.host, port: port)
@@ -79,6 +102,7 @@ final class WebDoor: StreamSink, @unchecked Sendable {
     for feed in feeds.withLock({ $0 }) { feed.close() }
     if let daemon { MHD_stop_daemon(daemon) }
     daemon = nil
+    if let markerPath { unlink(markerPath) }
   }
 
   // MARK: StreamSink
@@ -98,7 +122,7 @@ final class WebDoor: StreamSink, @unchecked Sendable {
     var refusal: WebRefusal?
   }
 
-  fileprivate func handle(
+  func handle(
     _ connection: OpaquePointer, url: String, method: String, upload: UnsafePointer<CChar>?,
     uploadSize: UnsafeMutablePointer<Int>, context: UnsafeMutablePointer<UnsafeMutableRawPointer?>
   ) -> MHD_Result {
@@ -147,6 +171,7 @@ final class WebDoor: StreamSink, @unchecked Sendable {
 
   /// The token the request carries is the door's.
   private func authorized(_ connection: OpaquePointer) -> Bool {
+    let token = token
     if WebToken.matches(argument(connection, "token"), token) { return true }
     if WebToken.matches(cookie(connection, cookieName), token) { return true }
     if let bearer = header(connection, "Authorization"), bearer.hasPrefix("Bearer ") {
@@ -165,6 +190,7 @@ final class WebDoor: StreamSink, @unchecked Sendable {
       return refuse(connection, .unauthorized)
     }
     // A token given in the query becomes the cookie; the page drops it from the address.
+    let token = token
     let fromQuery = WebToken.matches(argument(connection, "token"), token)
     switch (method, path) {
     case ("GET", "/"):
@@ -230,9 +256,10 @@ final class WebDoor: StreamSink, @unchecked Sendable {
   }
 
   /// Forgets a feed whose client went away.
-  fileprivate func remove(_ feed: Feed) { feeds.withLock { $0.removeAll { $0 === feed } } }
+  func remove(_ feed: Feed) { feeds.withLock { $0.removeAll { $0 === feed } } }
 
   private func redirectSettingCookie(_ connection: OpaquePointer) -> MHD_Result {
+    let token = token
     guard let response = MHD_create_response_from_buffer(0, nil, livemic_mhd_persistent) else { return .NO }
     addCommonHeaders(response)
     MHD_add_response_header(
@@ -393,101 +420,4 @@ final class WebDoor: StreamSink, @unchecked Sendable {
     }
     return nil
   }
-}
-
-/// One `GET /events` client: the stream lines waiting for it (at most 64; a client too slow to
-/// take them misses lines, as a slow socket subscriber does) and what is left of the bytes being
-/// written. `offer` runs on the supervisor's thread and never waits; `read` on the connection's.
-final class Feed: @unchecked Sendable {
-  let topics: Set<String>
-  private let waiting = Locked<[String]>([])
-  private let ready = DispatchSemaphore(value: 0)
-  private let closed = Atomic<Bool>(false)
-  /// Bytes formatted but not yet handed to libmicrohttpd (the connection's thread only).
-  private var pending = Array("retry: 1000\n: LiveMic\n\n".utf8)
-  private var sent = 0
-
-  init(topics: Set<String>) { self.topics = topics }
-
-  func offer(_ line: String) {
-    let added = waiting.withLock { lines in
-      guard lines.count < 64 else { return false }
-      lines.append(line)
-      return true
-    }
-    if added { ready.signal() }
-  }
-
-  func close() {
-    closed.store(true, ordering: .releasing)
-    ready.signal()
-  }
-
-  /// Fills `buffer` with up to `capacity` bytes of the feed, waiting for lines (a comment every
-  /// 10 s keeps the connection alive and finds a client that left); -1 once the door closes.
-  func read(into buffer: UnsafeMutablePointer<CChar>, capacity: Int) -> Int {
-    while sent == pending.count {
-      if closed.load(ordering: .acquiring) { return livemic_mhd_end_of_stream }
-      let lines = waiting.withLock { lines in
-        defer { lines.removeAll(keepingCapacity: true) }
-        return lines
-      }
-      if !lines.isEmpty {
-        pending = Array(lines.map { "data: \($0)\n\n" }.joined().utf8)
-        sent = 0
-      } else if ready.wait(timeout: .now() + .seconds(10)) == .timedOut {
-        pending = Array(": alive\n\n".utf8)
-        sent = 0
-      }
-    }
-    let count = min(capacity, pending.count - sent)
-    pending.withUnsafeBufferPointer { source in
-      source.baseAddress.map { base in
-        (base + sent).withMemoryRebound(to: CChar.self, capacity: count) {
-          buffer.update(from: $0, count: count)
-        }
-      }
-    }
-    sent += count
-    return count
-  }
-}
-
-/// What a feed's callbacks reach: the feed and its door.
-final class FeedContext {
-  let feed: Feed
-  let door: WebDoor
-  init(feed: Feed, door: WebDoor) { (self.feed, self.door) = (feed, door) }
-}
-
-// libmicrohttpd's callbacks: non-capturing C functions reaching the door through their context.
-
-private let webAccessHandler: MHD_AccessHandlerCallback = {
-  context, connection, url, method, _, upload, uploadSize, requestContext in
-  guard let context, let connection, let url, let method, let uploadSize, let requestContext else {
-    return .NO
-  }
-  let door = Unmanaged<WebDoor>.fromOpaque(context).takeUnretainedValue()
-  return door.handle(
-    connection, url: String(cString: url), method: String(cString: method), upload: upload,
-    uploadSize: uploadSize,
-    context: requestContext)
-}
-
-private let webRequestCompleted: MHD_RequestCompletedCallback = { _, _, requestContext, _ in
-  guard let requestContext, let raw = requestContext.pointee else { return }
-  Unmanaged<WebDoor.Request>.fromOpaque(raw).release()
-  requestContext.pointee = nil
-}
-
-private let webFeedRead: MHD_ContentReaderCallback = { context, _, buffer, capacity in
-  guard let context, let buffer else { return livemic_mhd_end_with_error }
-  let feed = Unmanaged<FeedContext>.fromOpaque(context).takeUnretainedValue().feed
-  return feed.read(into: buffer, capacity: capacity)
-}
-
-private let webFeedFree: MHD_ContentReaderFreeCallback = { context in
-  guard let context else { return }
-  let feedContext = Unmanaged<FeedContext>.fromOpaque(context).takeRetainedValue()
-  feedContext.door.remove(feedContext.feed)
 }

@@ -58,6 +58,12 @@ public enum WebToken {
     return config + "/livemic/web-token"
   }
 
+  /// The file beside a control socket (`NAME.sock`) that says where that LiveMic's web door
+  /// listens, `HOST PORT` (`livemic doctor` reads it); it exists while the door is open.
+  public static func doorFile(socket: String) -> String {
+    (socket.hasSuffix(".sock") ? String(socket.dropLast(5)) : socket) + ".web"
+  }
+
   /// The stored token, nil when there is none (or it is unreadable or empty).
   public static func read() -> String? {
     guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
@@ -163,11 +169,12 @@ final class WebRateLimit: Sendable {
 
   /// Takes one request from `client`'s bucket; false when it is empty.
   func allow(_ client: String) -> Bool {
-    let now = DispatchTime.now().uptimeNanoseconds
-    return buckets.withLock { all in
+    buckets.withLock { all in
+      // Read under the lock: a time read before it could be older than a bucket's `last`.
+      let now = DispatchTime.now().uptimeNanoseconds
       if all.count > 1024 { all.removeAll() }  // a flood of addresses cannot grow it for ever
       var bucket = all[client] ?? Bucket(tokens: burst, last: now)
-      bucket.tokens = min(burst, bucket.tokens + Double(now - bucket.last) / 1e9 * perSecond)
+      bucket.tokens = min(burst, bucket.tokens + Double(now &- min(now, bucket.last)) / 1e9 * perSecond)
       bucket.last = now
       let allowed = bucket.tokens >= 1
       if allowed { bucket.tokens -= 1 }

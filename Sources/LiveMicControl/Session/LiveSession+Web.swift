@@ -19,6 +19,13 @@ extension LiveSession {
     do {
       let door = try WebDoor(binding: binding, token: token, control: control)
       web = door
+      let marker = WebToken.doorFile(socket: control.path)
+      if (try? "\(door.binding.host) \(door.binding.port)\n".write(
+        toFile: marker, atomically: true, encoding: .utf8))
+        != nil
+      {
+        door.markerPath = marker
+      }
       Log.info(
         "web remote on http://\(door.binding.urlHost):\(door.binding.port)/"
           + (door.binding.isLoopback
