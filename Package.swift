@@ -23,6 +23,10 @@ let package = Package(
     .systemLibrary(name: "CFFTW", pkgConfig: "fftw3f", providers: [.apt(["libfftw3-dev"])]),
     .systemLibrary(name: "CSpeexDSP", pkgConfig: "speexdsp", providers: [.apt(["libspeexdsp-dev"])]),
     .systemLibrary(name: "CEbur128", pkgConfig: "libebur128", providers: [.apt(["libebur128-dev"])]),
+    // The web door: HTTP, Server-Sent Events and POST (docs/web.md), and the QR code of its URL.
+    .systemLibrary(
+      name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
+    .systemLibrary(name: "CQRencode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
     // The C half of LV2 hosting: the variadic log functions and a lock-free log queue.
     .target(name: "CLV2Support"),
     // WebRTC's audio processing (C++) behind a C interface, on a helper thread of its own.
@@ -65,6 +69,7 @@ let package = Package(
       name: "LiveMicControl",
       dependencies: [
         "LiveMicPresets", "LiveMicOffline", "LiveMicEngine", "LV2Host", "DSP", "CSndfile", "CLo",
+        "CMicroHTTPD", "CQRencode",
       ]),
 
     // Argument parsing and wiring, and the CLI-only commands (`ctl`, `monitor`, references).

@@ -20,6 +20,8 @@ enum Command {
   case ctl(name: String, json: Bool, words: [String], timeout: Double?)
   case monitor(name: String)
   case doctor(server: String?, json: Bool)
+  /// `livemic web token [--rotate]`.
+  case webToken(rotate: Bool)
   case help(String?)
   case version
 }
@@ -110,7 +112,7 @@ func portList(_ text: String) -> [String] {
 
 /// The subcommands; a command line without one runs the live session.
 enum Subcommand: String, CaseIterable {
-  case run, render, plot, presets, params, bench, plugins, ctl, monitor, doctor, help
+  case run, render, plot, presets, params, bench, plugins, ctl, monitor, doctor, web, help
 }
 
 func parseCommandLine(_ arguments: [String]) throws(UsageError) -> Command {
@@ -125,6 +127,11 @@ func parseCommandLine(_ arguments: [String]) throws(UsageError) -> Command {
   case .monitor: return try parseMonitor(&reader)
   case .plugins: return try parsePlugins(&reader)
   case .doctor: return try parseDoctor(&reader)
+  case .web:
+    guard let first = words.first, first == "token", words.count <= 2,
+      words.count == 1 || words[1] == "--rotate"
+    else { throw UsageError(message: "usage: livemic web token [--rotate]") }
+    return .webToken(rotate: words.count == 2)
   case .params: return try parseParams(&reader)
   case .bench: return try parseBench(&reader)
   case .plot: return try parsePlot(&reader)
@@ -337,6 +344,13 @@ private func parseRun(_ reader: inout ArgumentReader) throws(UsageError) -> Comm
     case "--start-muted": options.startMuted = true
     case "--osc": options.oscPort = try reader.int(for: o, in: 1...65535)
     case "--osc-host": options.oscHost = try reader.value(for: o)
+    case "--web":
+      let text = try reader.value(for: o)
+      guard let binding = WebBinding.parse(text) else {
+        throw UsageError(
+          message: "--web takes [ADDRESS:]PORT with an IP address and a port 0-65535, not '\(text)'")
+      }
+      options.web = binding
     case "--midi-cc":
       let text = try reader.value(for: o)
       guard let mapping = MidiMapping(parsing: text) else {

@@ -57,6 +57,7 @@ enum Doctor {
     all.append(contentsOf: system())
     all.append(contentsOf: presets(library))
     all.append(socketFolder())
+    all.append(contentsOf: webDoors())
     return all
   }
 
@@ -286,5 +287,98 @@ enum Doctor {
       fix: ok
         ? nil
         : "chmod 700 \(folder) (and chown it to yourself): others must not reach LiveMic's control socket")
+  }
+
+  // MARK: The web remote
+
+  /// The web remotes of the LiveMics running (the `NAME.web` files beside their sockets): where
+  /// each is bound, whether the token is stored (0600), and whether it answers.
+  static func webDoors() -> [Finding] {
+    let folder = (ControlProtocol.socketPath(name: "x") as NSString).deletingLastPathComponent
+    var info = stat()
+    let tokenPath = WebToken.path
+    var all: [Finding] = []
+    if stat(tokenPath, &info) == 0 {
+      let mode = info.st_mode & 0o777
+      all.append(
+        Finding(
+          check: "web token", status: mode & 0o077 == 0 ? .ok : .problem,
+          detail: "\(tokenPath): mode " + String(mode, radix: 8),
+          fix: mode & 0o077 == 0 ? nil : "chmod 600 \(tokenPath) (or livemic web token --rotate)"))
+    } else {
+      all.append(
+        Finding(
+          check: "web token", status: .info, detail: "none yet: the first --web start makes \(tokenPath)"))
+    }
+    let files = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).filter {
+      $0.hasSuffix(".web")
+    }
+    guard !files.isEmpty else {
+      all.append(
+        Finding(check: "web remote", status: .info, detail: "no LiveMic runs one (--web PORT starts one)"))
+      return all
+    }
+    for file in files.sorted() {
+      let name = String(file.dropLast(4))
+      let parts = ((try? String(contentsOfFile: folder + "/" + file, encoding: .utf8)) ?? "").split(
+        separator: " ")
+      guard parts.count == 2, let port = Int(parts[1].trimmingCharacters(in: .whitespacesAndNewlines)) else {
+        continue
+      }
+      let host = String(parts[0])
+      let binding = WebBinding(host: host, port: port)
+      let scope = binding.isLoopback ? "this machine only" : "reachable from the network"
+      let answered = webAnswers(host: binding.isWildcard ? "127.0.0.1" : host, port: port)
+      all.append(
+        Finding(
+          check: "web remote of '\(name)'", status: answered ? .ok : .problem,
+          detail: "bound to \(binding.urlHost):\(port) (\(scope)), "
+            + (answered ? "answers (its login page without the token)" : "does not answer"),
+          fix: answered ? nil : "LiveMic '\(name)' may have stopped uncleanly; restart it"))
+    }
+    return all
+  }
+
+  /// True when an HTTP server at `host`:`port` answers `GET /` within a second with the web
+  /// door's refusal of a request without the token (401).
+  static func webAnswers(host: String, port: Int) -> Bool {
+    let six = host.contains(":")
+    let fd = socket(six ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return false }
+    defer { close(fd) }
+    var timeout = timeval(tv_sec: 1, tv_usec: 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    var connected: Int32 = -1
+    if six {
+      var address = sockaddr_in6()
+      address.sin6_family = sa_family_t(AF_INET6)
+      address.sin6_port = UInt16(port).bigEndian
+      inet_pton(AF_INET6, host, &address.sin6_addr)
+      connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+          connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size))
+        }
+      }
+    } else {
+      var address = sockaddr_in()
+      address.sin_family = sa_family_t(AF_INET)
+      address.sin_port = UInt16(port).bigEndian
+      inet_pton(AF_INET, host, &address.sin_addr)
+      connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+          connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+        }
+      }
+    }
+    guard connected == 0 else { return false }
+    let request = Array("GET / HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n".utf8)
+    guard
+      request.withUnsafeBufferPointer({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) })
+        == request.count
+    else { return false }
+    var buffer = [UInt8](repeating: 0, count: 64)
+    let n = read(fd, &buffer, buffer.count)
+    return n > 12 && String(decoding: buffer[0..<n], as: UTF8.self).hasPrefix("HTTP/1.1 401")
   }
 }

@@ -15,6 +15,7 @@ let mainHelp = """
     livemic ctl [-n NAME] COMMAND        control a running LiveMic (see 'livemic help ctl')
     livemic monitor [-n NAME]            live levels, gain reduction, xruns; keys to mute and set volume
     livemic doctor [-s SERVER] [--json]  check what low latency here depends on (privileges, server, presets)
+    livemic web token [--rotate]         print the web remote's token (--rotate: replace it)
 
   RUN OPTIONS
     -n, --name NAME          JACK client name (default: livemic)
@@ -50,6 +51,7 @@ let mainHelp = """
         --midi-cc CC[:CH]=KEY   map a MIDI controller on midi_in to a parameter (repeatable)
         --osc PORT           accept OSC control messages on UDP PORT (see docs/control.md)
         --osc-host ADDRESS   the address OSC listens on (default 127.0.0.1)
+        --web [ADDR:]PORT    serve the web remote on PORT (127.0.0.1 unless ADDR; docs/web.md)
         --events json|PATH   a JSON event stream, one object per line, on stdout or into PATH
         --record DIR         record the output for the whole run into one file in DIR
                              (CLIENT-output-YYYYMMDD-HHMMSS.wav; WAV header updated each second)
@@ -190,7 +192,8 @@ let doctorHelp = """
   and memlock limits, the audio group; whether a JACK server runs (jackd2 or PipeWire's
   libjack), in real time, its rate, period and round-trip latency; the CPU governor, threaded
   interrupts and the kernel's preemption; that every preset parses and its LV2 plugins are
-  installed; the control socket folder's permissions. Exit status 0 when nothing is wrong, 1
+  installed; the control socket folder's permissions; the web token and each running web remote
+  (bound where, whether it answers). Exit status 0 when nothing is wrong, 1
   otherwise. --json prints {"ok": BOOL, "findings": [{"check", "status", "detail", "fix"}]}.
 
   EXAMPLES

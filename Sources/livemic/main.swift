@@ -49,6 +49,16 @@ case .presets(let name?):
   }
 case .params(let markdown):
   print(Reference.parameters(markdown: markdown), terminator: "")
+case .webToken(let rotate):
+  // The token the web remote asks for (made now when there is none); --rotate replaces it, and
+  // a running web door takes the new one within a second (the old one and its cookies stop
+  // working).
+  do {
+    let token = rotate ? try WebToken.rotate() : try WebToken.ensure().token
+    print(token)
+    FileHandle.standardError.write(
+      Data("livemic: the web token is stored at '\(WebToken.path)' (0600)\n".utf8))
+  } catch { fail(error.description, status: 1) }
 case .doctor(let server, let json):
   let (text, status) = Doctor.report(server: server, json: json)
   print(text, terminator: "")

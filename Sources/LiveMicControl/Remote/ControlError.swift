@@ -13,6 +13,16 @@ struct ControlError: CodedError {
 }
 
 extension JSONObject {
+  /// A request's optional true/false field: false when absent or null, and an error when it
+  /// holds something else.
+  func flag(_ key: String) throws(ControlError) -> Bool {
+    switch self[key] {
+    case nil, .null?: return false
+    case .bool(let b)?: return b
+    default: throw ControlError("\"\(key)\" must be true or false")
+    }
+  }
+
   /// A request's optional string field: its text, `fallback` when the field is absent or null,
   /// and an error when it holds something else (a number given as an action was once taken as
   /// the action's default).

@@ -20,7 +20,7 @@ public enum ControlProtocol {
   }
 
   /// The actions of `preset`.
-  public enum PresetAction: String, CaseIterable, Sendable { case load, save }
+  public enum PresetAction: String, CaseIterable, Sendable { case load, save, list }
   /// The actions of `route` (`show` when none is given).
   public enum RouteAction: String, CaseIterable, Sendable { case show, override, clear, `default` }
   /// The actions of `record` (`list` when none is given).

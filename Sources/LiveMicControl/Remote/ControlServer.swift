@@ -7,6 +7,18 @@ import Synchronization
   import Glibc
 #endif
 
+/// A door beside the socket that follows stream topics of its own (the web door's feeds): the
+/// supervisor's stream lines reach it through `ControlServer.broadcast`, and its following
+/// counts in `hasSubscribers` (meters are read only while someone follows them).
+///
+/// Thread: `follows` and `send` are called on the supervisor's thread and must not wait.
+protocol StreamSink: AnyObject, Sendable {
+  /// True while some client of the door follows `topic`.
+  func follows(_ topic: String) -> Bool
+  /// Hands one stream line of `topic` to the door's clients that follow it, without waiting.
+  func send(_ topic: String, _ line: String)
+}
+
 /// The control socket: a Unix domain socket at `$XDG_RUNTIME_DIR/livemic/NAME.sock` (mode 0600,
 /// in a 0700 directory; `/tmp/livemic-UID/` when the variable is unset) speaking line-delimited
 /// JSON, one request line, one response line (see docs/control.md).
@@ -97,6 +109,10 @@ final class ControlServer: @unchecked Sendable {
   private let listener: Int32
   private let queue = Locked<[Pending]>([])
   private let subscribers = Locked<[Connection]>([])
+  private let sinks = Locked<[any StreamSink]>([])
+  /// Set by `close` (under `queue`'s lock): requests are refused from then on.
+  private var closed = false
+  private var closedReason = ""
   private let wake: DispatchSemaphore
 
   /// The socket path for a client name.
@@ -150,17 +166,29 @@ final class ControlServer: @unchecked Sendable {
     }
   }
 
-  /// True when some connection follows `topic` (the supervisor then reads meters at 20 Hz).
+  /// True when some connection, or some door attached with `attach` (the web door's feeds),
+  /// follows `topic` (the supervisor then reads meters at 20 Hz).
   func hasSubscribers(_ topic: String) -> Bool {
     subscribers.withLock { $0.contains { $0.topics.contains(topic) } }
+      || sinks.withLock { $0.contains { $0.follows(topic) } }
   }
 
-  /// Writes a stream line to every connection that follows `topic`, without waiting for any.
-  /// Thread: the supervisor.
+  /// Writes a stream line to every connection that follows `topic`, and hands it to every
+  /// attached door that follows it, without waiting for any. Thread: the supervisor.
   func broadcast(_ topic: String, _ line: String) {
     let targets = subscribers.withLock { $0.filter { $0.topics.contains(topic) } }
     for connection in targets { _ = connection.send(line, blocking: false) }
+    for sink in sinks.withLock({ $0 }) where sink.follows(topic) { sink.send(topic, line) }
   }
+
+  /// Attaches a door that gets the stream lines of the topics it follows (the web door).
+  func attach(_ sink: any StreamSink) { sinks.withLock { $0.append(sink) } }
+
+  /// Detaches it again.
+  func detach(_ sink: any StreamSink) { sinks.withLock { $0.removeAll { $0 === sink } } }
+
+  /// Wakes the supervisor (a door's feed began to follow the meters: they start at once).
+  func wakeSupervisor() { wake.signal() }
 
   private func acceptLoop() {
     while true {
@@ -213,20 +241,54 @@ final class ControlServer: @unchecked Sendable {
   }
 
   private func handle(_ line: Data, _ connection: Connection) -> Reply {
+    switch Self.parse(line) {
+    case .failure(let refusal): return .answer(refusal.line)
+    case .success(let (command, object)):
+      switch command {
+      case "subscribe", "unsubscribe": return subscription(command, object, connection)
+      default: return .answer(submit(object))
+      }
+    }
+  }
+
+  /// A request line that is not a request: its error answer.
+  struct Refusal: Error { let line: String }
+
+  /// Parses one request line: its command and its object, or the error answer (the same for
+  /// every door that takes lines).
+  static func parse(_ line: Data) -> Result<(String, JSONObject), Refusal> {
     let value: JSONValue
     do { value = try JSONValue.parse(line) } catch {
-      return .answer(
-        Self.error("the request is not valid JSON (\(error.reason))", code: "control.malformed-json"))
+      return .failure(
+        Refusal(
+          line: Self.error("the request is not valid JSON (\(error.reason))", code: "control.malformed-json"))
+      )
     }
     guard let object = value.object else {
-      return .answer(Self.error("the request must be a JSON object", code: "control.not-an-object"))
+      return .failure(
+        Refusal(line: error("the request must be a JSON object", code: "control.not-an-object")))
     }
     guard let command = object["cmd"]?.string else {
-      return .answer(Self.error("the request has no \"cmd\" string", code: "control.no-command"))
+      return .failure(Refusal(line: error("the request has no \"cmd\" string", code: "control.no-command")))
     }
-    switch command {
-    case "subscribe", "unsubscribe": return subscription(command, object, connection)
-    default: return .answer(submit(object))
+    return .success((command, object))
+  }
+
+  /// Answers one request line from a door without a connection of its own (the web door's
+  /// `POST /api`): the same parsing and the same supervisor as a socket line, and the same
+  /// answer line. Subscriptions belong to a connection: such a door streams by other means
+  /// (the web door's `GET /events`). Any thread but the supervisor's.
+  func respond(toLine line: Data) -> String {
+    switch Self.parse(line) {
+    case .failure(let refusal): return refusal.line
+    case .success(let (command, object)):
+      switch command {
+      case "subscribe", "unsubscribe":
+        return Self.error(
+          "\(command) belongs to the socket; this door streams through its own feed (GET /events)",
+          code: "control.socket-only")
+      default: return submit(object)
+      }
     }
   }
 
@@ -268,9 +330,27 @@ final class ControlServer: @unchecked Sendable {
   /// supervisor's: the OSC door uses it too).
   func submit(_ object: JSONObject) -> String {
     let request = Pending(object)
-    queue.withLock { $0.append(request) }
+    let queued = queue.withLock { q in
+      guard !closed else { return false }
+      q.append(request)
+      return true
+    }
+    guard queued else { return Self.error(closedReason, code: "control.closing") }
     wake.signal()
     return request.wait()
+  }
+
+  /// Answers every request still waiting, and every later one, with `reason`: the supervisor's
+  /// loop has ended, and a door's thread waiting for an answer must not wait for ever (the web
+  /// door's daemon joins its threads when it stops). Thread: the supervisor.
+  func closeRequests(reason: String) {
+    let left = queue.withLock { q in
+      closed = true
+      closedReason = reason
+      defer { q.removeAll() }
+      return q
+    }
+    for request in left { request.answer(Self.error(reason, code: "control.closing")) }
   }
 
   /// One answer line: `{"ok": true}` with `fields`, keys sorted at every level (as answers have

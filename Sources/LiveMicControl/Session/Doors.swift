@@ -1,12 +1,14 @@
 import LiveMicPresets
 
-/// The doors requests come in by and stream lines go out of — the control socket and OSC —
+/// The doors requests come in by and stream lines go out of — the control socket, OSC and the web remote —
 /// and the meters they serve. Thread: the supervisor.
 final class Doors {
   /// The control socket (nil when it could not be served).
   var control: ControlServer?
   /// OSC (`--osc PORT`).
   var osc: OscServer?
+  /// The web remote (`--web`): its feed is the control socket's stream lines.
+  var web: WebDoor?
   /// The meters served to requests and subscribers, and their lease.
   let meters = MeterFeed()
 

@@ -96,7 +96,34 @@ extension LiveSession {
     }
     var values: [String: Double] = [:]
     for p in chain.parameters { values[p.key] = Double(chain.targets.value(p.index)) }
-    return ["values": JSONValue(values)]
+    guard try request.flag("describe") else { return ["values": JSONValue(values)] }
+    return [
+      "values": JSONValue(values), "parameters": .array(chain.parameters.map { Self.describe($0, chain) }),
+    ]
+  }
+
+  /// One parameter as `get` with `"describe": true` gives it (the descriptions `livemic params`
+  /// prints): key, stage, name, unit, range, default, kind (`continuous`, `toggle`, `integer`,
+  /// `choice` with its `choices`, `output` for a read-only report), summary and value.
+  static func describe(_ p: VoiceChain.Parameter, _ chain: VoiceChain) -> JSONValue {
+    let (stage, name) = p.key.split(separator: ".", maxSplits: 1).map(String.init).splitPair
+    var fields: JSONObject = [
+      "key": .string(p.key), "stage": .string(stage), "name": .string(name), "unit": .string(p.spec.unit),
+      "min": .number(Double(p.spec.minimum)), "max": .number(Double(p.spec.maximum)),
+      "default": .number(Double(p.spec.defaultValue)),
+    ]
+    switch p.spec.kind {
+    case .continuous: fields["kind"] = "continuous"
+    case .toggle: fields["kind"] = "toggle"
+    case .integer: fields["kind"] = "integer"
+    case .output: fields["kind"] = "output"
+    case .choice(let options):
+      fields["kind"] = "choice"
+      fields["choices"] = .array(options.map { .number(Double($0)) })
+    }
+    fields["summary"] = .string(p.spec.summary)
+    fields["value"] = .number(Double(chain.targets.value(p.index)))
+    return .object(fields)
   }
 
   func set(_ request: JSONObject) throws(ControlError) -> JSONObject {
@@ -128,7 +155,18 @@ extension LiveSession {
     throws(ControlError) -> JSONObject
   {
     guard let action = request["action"]?.string.flatMap(ControlProtocol.PresetAction.init(rawValue:)) else {
-      throw ControlError("\"preset\" needs \"action\": \"load\" or \"save\"")
+      throw ControlError("\"preset\" needs \"action\": \"load\", \"save\" or \"list\"")
+    }
+    if action == .list {
+      let presets: [JSONValue] = PresetLibrary().all().map { entry in
+        var fields: JSONObject = ["name": .string(entry.name)]
+        switch entry.result {
+        case .success(let preset): fields["description"] = .string(preset.description)
+        case .failure(let error): fields["error"] = .string(error.description)
+        }
+        return .object(fields)
+      }
+      return ["presets": .array(presets), "preset": .string(running.presetName)]
     }
     guard let name = request["name"]?.string, !name.isEmpty else {
       throw ControlError("\"preset \(action.rawValue)\" needs a \"name\" string")
@@ -169,4 +207,9 @@ extension LiveSession {
     return JSONValue(result)
   }
 
+}
+
+extension [String] {
+  /// The first two elements (the second empty when there is none).
+  fileprivate var splitPair: (String, String) { (first ?? "", count > 1 ? self[1] : "") }
 }

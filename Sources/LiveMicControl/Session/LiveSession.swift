@@ -16,6 +16,7 @@ public enum SessionError: CodedError {
   case events(path: String)
   case control(path: String, reason: String)
   case osc(reason: String)
+  case web(reason: String)
   case autoload(AutoloadError)
 
   public var description: String {
@@ -28,6 +29,7 @@ public enum SessionError: CodedError {
     case .events(let path): return "cannot write the event stream to '\(path)'"
     case .control(let path, let reason): return "cannot serve the control socket '\(path)': \(reason)"
     case .osc(let reason): return "cannot serve OSC: \(reason)"
+    case .web(let reason): return "cannot serve the web remote: \(reason)"
     case .autoload(let e): return e.description
     }
   }
@@ -42,6 +44,7 @@ public enum SessionError: CodedError {
     case .events: return "session.events-unwritable"
     case .control: return "session.control-socket"
     case .osc: return "session.osc"
+    case .web: return "session.web"
     case .autoload(let e): return e.code
     }
   }
@@ -186,6 +189,11 @@ public final class LiveSession: @unchecked Sendable {
       } catch { Log.error(error.description + "; running without it") }
     }
     defer { doors.osc?.shutdown() }
+    if let binding = options.web, let control = doors.control { openWebDoor(binding, control: control) }
+    defer {
+      doors.control?.closeRequests(reason: "LiveMic is stopping")
+      doors.web?.shutdown()
+    }
     confirmSessionOpen(note: sessionNote)
     return superviseUntilStopped(client, state)
   }

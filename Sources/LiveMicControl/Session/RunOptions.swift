@@ -44,6 +44,8 @@ public struct RunOptions: Sendable {
   /// OSC port (nil: no OSC) and the address it listens on (loopback by default).
   public var oscPort: Int?
   public var oscHost = "127.0.0.1"
+  /// Where the web remote listens (`--web [ADDR:]PORT`; nil: no web remote).
+  public var web: WebBinding?
   /// MIDI CC mappings (`--midi-cc CC[:CHANNEL]=KEY`), added to the preset's.
   public var midiMappings: [MidiMapping] = []
   /// Where the JSON event stream goes: nil (none), "json" (standard output) or a file path.
