@@ -136,7 +136,9 @@ func parseCommandLine(_ arguments: [String]) throws(UsageError) -> Command {
   case .bench: return try parseBench(&reader)
   case .plot: return try parsePlot(&reader)
   case .render: return try parseRender(&reader)
-  case .run: return try parseRun(&reader)
+  case .run:
+    var configured = ArgumentReader(try RunConfiguration.expand(words))
+    return try parseRun(&configured)
   }
 }
 

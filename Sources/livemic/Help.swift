@@ -66,6 +66,11 @@ let mainHelp = """
         --route-in PATTERN   input routing preference (repeatable): capture port names
         --on-route-loss mute|continue   when the output target is lost: mute, then connect
                              the fallback, muted until SIGUSR1 (default) or ramp up again
+        --config FILE        read run options from a JSON file first: keys are these long
+                             options without dashes, {"preset": "hearing", "web": "0.0.0.0:8080",
+                             "start-muted": true}; the command line wins (default:
+                             $XDG_CONFIG_HOME/livemic/livemic.json when it exists; docs/rig.md)
+        --no-config          read no configuration file
     -h, --help               this help
         --version            print the version
 

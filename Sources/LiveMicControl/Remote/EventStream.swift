@@ -4,7 +4,7 @@ import LiveMicPresets
 /// The structured event stream (`--events json` on standard output, `--events PATH` to a file):
 /// one JSON object per line, `{"time": ISO-8601, "event": NAME, ...fields}`.
 ///
-/// Events: `started`, `server-lost`, `reconnected`, `xrun`, `route-changed`, `preset-loaded`,
+/// Events: `started`, `state-changed`, `value-changed`, `server-lost`, `reconnected`, `xrun`, `route-changed`, `preset-loaded`,
 /// `plugin-failed`, `health`, `freewheel`, `record-started`, `record-stopped`, `record-failed`,
 /// `stream-started`, `stream-opened`, `stream-closed`, `stream-stopped`, `stream-failed`, `stopped` (see docs/operations.md and docs/recording.md for their fields).
 /// Thread: the supervisor.

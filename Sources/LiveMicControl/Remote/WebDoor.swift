@@ -30,9 +30,14 @@ final class WebDoor: StreamSink, @unchecked Sendable {
   static let maxBody = 64 * 1024
   /// Event feeds open at once.
   static let maxFeeds = 16
-  /// Requests per second per client address, and the burst allowed.
-  static let ratePerSecond = 100.0
-  static let rateBurst = 200.0
+  /// Requests per second per client address, and the burst allowed, with the token: enough for
+  /// six pages of one machine beside a script (one address), few enough that a runaway client
+  /// cannot keep the supervisor from answering the others.
+  static let ratePerSecond = 400.0
+  static let rateBurst = 400.0
+  /// The same without the token (or with a wrong one): guessing is slow.
+  static let strangerRatePerSecond = 20.0
+  static let strangerRateBurst = 60.0
 
   /// Where the door listens (the port resolved when 0 was asked for).
   let binding: WebBinding
@@ -60,6 +65,8 @@ final class WebDoor: StreamSink, @unchecked Sendable {
   var markerPath: String?
   private let control: ControlServer
   private let rate = WebRateLimit(perSecond: WebDoor.ratePerSecond, burst: WebDoor.rateBurst)
+  private let strangerRate = WebRateLimit(
+    perSecond: WebDoor.strangerRatePerSecond, burst: WebDoor.strangerRateBurst)
   private let feeds = Locked<[Feed]>([])
   private var daemon: OpaquePointer?
 
@@ -157,15 +164,17 @@ final class WebDoor: StreamSink, @unchecked Sendable {
     return route(connection, url: url, method: method, body: request.body)
   }
 
-  /// The checks every request passes before its route: Host, Origin, rate; nil when it may go on.
-  /// The token is checked by the route (the page shell answers its login form without it).
+  /// The checks every request passes before its route: Host, Origin, the rate of its kind (with
+  /// or without the token); nil when it may go on. The token itself is checked by the route
+  /// (the page shell answers its login form without it).
   private func admit(_ connection: OpaquePointer, method: String) -> WebRefusal? {
     guard WebHost.allowed(header(connection, "Host"), binding: binding) else { return .host }
     if header(connection, "Sec-Fetch-Site") == "cross-site" { return .origin }
     if let origin = header(connection, "Origin"), origin != "http://" + (header(connection, "Host") ?? "") {
       return .origin
     }
-    guard rate.allow(peer(connection)) else { return .rate }
+    let bucket = authorized(connection) ? rate : strangerRate
+    guard bucket.allow(peer(connection)) else { return .rate }
     return nil
   }
 

@@ -50,6 +50,8 @@ enum WebPageScript {
       if (view.lost) return;
       const [state, text] = bannerFor(s);
       showBanner(state, text);
+      // While reconnecting no event comes per second: read the attempt and the time lost again.
+      if (s.state === "reconnecting") refreshLater(500);
       $("preset-name").textContent = s.preset ? "preset " + s.preset : "";
       const mute = $("mute");
       mute.textContent = s.muted ? "UNMUTE" : "MUTE";
@@ -297,16 +299,37 @@ enum WebPageScript {
       $("reductions").replaceChildren(...grs);
     }
 
-    let statusSoon = null;
-    function refreshSoon() { if (!statusSoon) statusSoon = setTimeout(() => { statusSoon = null; refreshStatus(); }, 20); }
+    let statusLater = null;
+    function refreshLater(ms) { if (!statusLater) statusLater = setTimeout(() => { statusLater = null; refreshStatus(); }, ms); }
+
+    // At most one read per `ms` however many events come (a flood of presets from a script
+    // must not make every page flood the door): the first soon, the last one after.
+    function throttled(fn, first, ms) {
+      let timer = null, last = 0;
+      return () => {
+        if (timer) return;
+        const wait = Math.max(first, last + ms - Date.now());
+        timer = setTimeout(() => { timer = null; last = Date.now(); fn(); }, wait);
+      };
+    }
+    const refreshSoon = throttled(refreshStatus, 20, 150);
+    const refreshValuesSoon = throttled(refreshValues, 20, 250);
 
     function onEvent(e) {
       if (e.event === "state-changed" && view.status) {
         showStatus(Object.assign({}, view.status, { state: e.to, mute_mode: e.mute_mode,
           muted: e.to === "muted" || e.to === "suspended" || (view.status.muted && e.to === "reconnecting") }));
       }
+      if (e.event === "value-changed" && view.params) {
+        // A set from any door (another page, ctl, OSC): that control at once.
+        const p = view.params.find((q) => q.key === e.key);
+        const el = document.querySelector('[data-key="' + e.key + '"]');
+        if (p && el && !view.editing.has(e.key)) showValue(el, p, e.value);
+        if (view.values) view.values[e.key] = e.value;
+        if (!e.key.endsWith(".bypass")) return;  // a bypass can change the banner: read status
+      }
       refreshSoon();
-      if (e.event === "preset-loaded" || e.event === "mode-changed") refreshValues();
+      if (e.event === "preset-loaded" || e.event === "mode-changed") refreshValuesSoon();
       if (e.event === "route-changed") refreshRoute();
     }
 

@@ -148,6 +148,8 @@ extension LiveSession {
       )
     }
     let used = chain.set(key, value) ?? value
+    // Every door's pages and subscribers see the change at once (the web page's controls).
+    stream.emit("value-changed", ["key": .string(key), "value": .number(Double(used))])
     return ["key": .string(key), "value": .number(Double(used))]
   }
 
