@@ -22,6 +22,10 @@ public struct FeedbackSuppressor: VoiceUnit {
       "release_s", unit: "s", range: 1...60, default: 10,
       "Time a notch is held after its last detection; it then fades out over the same time."),
     ParameterSpec(
+      "shift_hz", unit: "Hz", range: 0...20, default: 0,
+      "Frequency shift of the output (0: off): a ringing tone moves on by this much every trip round the loop, so it cannot build up; 5 Hz detunes a sung A4 by 20 cents (keep it off for music)."
+    ),
+    ParameterSpec(
       "active_notches", unit: "", range: 0...12, default: 0, kind: .output,
       "Number of notches in use (read-only)."),
     ParameterSpec(
@@ -34,6 +38,8 @@ public struct FeedbackSuppressor: VoiceUnit {
   private var criteria = HowlDetector.Criteria()
   private var criteriaSensitivity = Float.nan
   private var sampleRate: Float = 48000
+  /// The output's frequency shift (`shift_hz`).
+  private var shifter = ShiftStage()
 
   public init() {}
 
@@ -56,12 +62,13 @@ public struct FeedbackSuppressor: VoiceUnit {
   public mutating func reset() {
     detector?.reset()
     bank?.reset()
+    shifter.reset()
   }
 
   /// - Realtime: safe
   public func outputValue(_ index: Int) -> Float {
     guard let bank else { return 0 }
-    return index == 4 ? Float(bank.activeCount) : bank.strongestHz
+    return index == 5 ? Float(bank.activeCount) : bank.strongestHz
   }
 
   /// The detection criteria for a sensitivity s in [0, 1]: prominence 24 − 12·s dB over the
@@ -95,6 +102,7 @@ public struct FeedbackSuppressor: VoiceUnit {
     }
     bank.advance(frames: block.frames, depth: p.current(1), limit: limit, releaseFrames: holdFrames)
     bank.process(block)
+    shifter.process(block, hz: p.current(4), sampleRate: sampleRate)
   }
 }
 
