@@ -52,17 +52,7 @@ struct FeedbackRoomTests {
     ]
   }
 
-  /// A mono direct-form-I biquad.
-  struct Section {
-    let c: BiquadCoefficients
-    var x1: Float = 0, x2: Float = 0, y1: Float = 0, y2: Float = 0
-    init(_ c: BiquadCoefficients) { self.c = c }
-    mutating func step(_ x: Float) -> Float {
-      let y = c.b0 * x + c.b1 * x1 + c.b2 * x2 - c.a1 * y1 - c.a2 * y2
-      (x2, x1, y2, y1) = (x1, x, y1, y)
-      return y
-    }
-  }
+  typealias Section = FeedbackLoopTests.Section
 
   static let fs = T.sampleRate
   static let block = 64

@@ -142,19 +142,22 @@ extension EndToEnd {
       run.finish()
     }
 
+    /// The chaos client's commands (issue 14): every kind a user sends, presets and mutes included.
+    static let chaosCommands = [
+      "{\"cmd\":\"status\"}", "{\"cmd\":\"get\"}",
+      "{\"cmd\":\"set\",\"key\":\"output.volume\",\"value\":0.5}",
+      "{\"cmd\":\"preset\",\"action\":\"load\",\"name\":\"flat\"}",
+      "{\"cmd\":\"preset\",\"action\":\"load\",\"name\":\"voice\"}", "{\"cmd\":\"mute\"}",
+      "{\"cmd\":\"mute\",\"mode\":\"input\"}", "{\"cmd\":\"mute\",\"mode\":\"suspend\"}",
+      "{\"cmd\":\"unmute\"}", "{\"cmd\":\"meters\"}", "{\"cmd\":\"connections\"}", "{\"cmd\":\"route\"}",
+    ]
+
     @Test("six clients sending random valid commands for 10 s: every request answered, p99 under 100 ms")
     func sixClients() throws {
       let folder = Paths.temporaryFolder("door")
       defer { try? FileManager.default.removeItem(at: folder) }
       let run = try Self.guardedRig(folder)
-      let commands = [
-        "{\"cmd\":\"status\"}", "{\"cmd\":\"get\"}",
-        "{\"cmd\":\"set\",\"key\":\"output.volume\",\"value\":0.5}",
-        "{\"cmd\":\"preset\",\"action\":\"load\",\"name\":\"flat\"}",
-        "{\"cmd\":\"preset\",\"action\":\"load\",\"name\":\"voice\"}", "{\"cmd\":\"mute\"}",
-        "{\"cmd\":\"mute\",\"mode\":\"input\"}", "{\"cmd\":\"mute\",\"mode\":\"suspend\"}",
-        "{\"cmd\":\"unmute\"}", "{\"cmd\":\"meters\"}", "{\"cmd\":\"connections\"}", "{\"cmd\":\"route\"}",
-      ]
+      let commands = Self.chaosCommands
       let times = Mutex<[Double]>([])
       let unanswered = Atomic<Int>(0)
       let end = Date().addingTimeInterval(10)

@@ -285,14 +285,7 @@ extension EndToEnd {
       }
       // The chaos client of issue 14 (ControlDoorTests.sixClients' commands, on the socket)
       // runs the whole time: presets, mutes in every mode, unmutes, sets, meters, routes.
-      let commands = [
-        "{\"cmd\":\"status\"}", "{\"cmd\":\"get\"}",
-        "{\"cmd\":\"set\",\"key\":\"output.volume\",\"value\":0.5}",
-        "{\"cmd\":\"preset\",\"action\":\"load\",\"name\":\"flat\"}",
-        "{\"cmd\":\"preset\",\"action\":\"load\",\"name\":\"voice\"}", "{\"cmd\":\"mute\"}",
-        "{\"cmd\":\"mute\",\"mode\":\"input\"}", "{\"cmd\":\"mute\",\"mode\":\"suspend\"}",
-        "{\"cmd\":\"unmute\"}", "{\"cmd\":\"meters\"}", "{\"cmd\":\"connections\"}", "{\"cmd\":\"route\"}",
-      ]
+      let commands = ControlDoorTests.chaosCommands
       let chaosDone = Atomic<Bool>(false)
       let chaosTimes = Mutex<[Double]>([])
       let chaosUnanswered = Atomic<Int>(0)
