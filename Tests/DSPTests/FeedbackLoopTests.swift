@@ -43,6 +43,14 @@ import Testing
 
   /// The room's filters: loudspeaker band, then the resonances.
   static func roomSections() -> [Section] {
+    loudspeakerBand()
+      + resonances.map {
+        Section(.peaking(frequencyHz: $0.hz, q: $0.q, gainDecibels: $0.gainDecibels, sampleRate: fs))
+      }
+  }
+
+  /// A loudspeaker's band: high-pass at 150 Hz, low-pass at 6 kHz (both Q 0.707).
+  static func loudspeakerBand() -> [Section] {
     var low = BiquadCoefficients()
     // RBJ low-pass at 6 kHz, Q 0.707 (BiquadCoefficients has no low-pass constructor).
     let w = 2 * Double.pi * 6000 / fs
@@ -51,9 +59,6 @@ import Testing
     (low.b0, low.b1, low.b2) = (Float((1 - c) / 2 / a0), Float((1 - c) / a0), Float((1 - c) / 2 / a0))
     (low.a1, low.a2) = (Float(-2 * c / a0), Float((1 - alpha) / a0))
     return [Section(.highPass(frequencyHz: 150, q: 0.707, sampleRate: fs)), Section(low)]
-      + resonances.map {
-        Section(.peaking(frequencyHz: $0.hz, q: $0.q, gainDecibels: $0.gainDecibels, sampleRate: fs))
-      }
   }
 
   /// The room's largest gain (dB, at G = 0 dB) and where, on a 1 Hz grid.

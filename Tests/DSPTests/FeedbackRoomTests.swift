@@ -58,13 +58,7 @@ struct FeedbackRoomTests {
   static let block = 64
 
   static func sections(_ resonances: [Resonance]) -> [Section] {
-    var low = BiquadCoefficients()
-    let w = 2 * Double.pi * 6000 / fs
-    let (c, alpha) = (cos(w), sin(w) / (2 * 0.707))
-    let a0 = 1 + alpha
-    (low.b0, low.b1, low.b2) = (Float((1 - c) / 2 / a0), Float((1 - c) / a0), Float((1 - c) / 2 / a0))
-    (low.a1, low.a2) = (Float(-2 * c / a0), Float((1 - alpha) / a0))
-    return [Section(.highPass(frequencyHz: 150, q: 0.707, sampleRate: fs)), Section(low)]
+    FeedbackLoopTests.loudspeakerBand()
       + resonances.map {
         Section(.peaking(frequencyHz: $0.hz, q: $0.q, gainDecibels: $0.gainDecibels, sampleRate: fs))
       }
