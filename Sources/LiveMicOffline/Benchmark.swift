@@ -9,6 +9,8 @@ import LiveMicPresets
 public struct BenchOptions: Sendable {
   public var seconds = 60
   public var compareWithSox = true
+  /// Only the per-block timing table (`--blocks`).
+  public var blocksOnly = false
   public init() {}
 }
 
@@ -37,7 +39,7 @@ public enum Benchmark {
   public static func run(_ options: BenchOptions, denormals: String = "") throws(BenchError) -> String {
     ProcessingContext.runOffline()  // nothing here runs in real time
     let frames = options.seconds * Int(sampleRate)
-    var (left, right) = testSignal(frames: frames)
+    var (left, right) = testSignal(frames: max(frames, Int(sampleRate) * 2))
     let samples = Double(frames * 2)
     var rows: [(String, Double)] = []
 
@@ -47,6 +49,8 @@ public enum Benchmark {
     do { voice = try PresetLibrary().load("voice") } catch {
       throw BenchError(description: error.description)
     }
+    let blocks = try blockTable(voice, left: left, right: right, seconds: min(Double(options.seconds), 20))
+    if options.blocksOnly { return blocks }
     for unit in BuiltinUnits.types {
       var stage =
         voice.units.first { $0.type == unit.typeName }
@@ -76,11 +80,62 @@ public enum Benchmark {
         "| \(name) | " + String(format: "%.2f", secondsPerSample * 1e9) + " | "
         + String(format: "%.0f×", rtf) + " |\n"
     }
+    text += "\n" + blocks
     if !denormals.isEmpty { text += "\n" + denormals }
     guard options.compareWithSox else { return text }
     text +=
       "\n"
       + (try compareWithSox(seconds: options.seconds, chainSeconds: chainSeconds, left: left, right: right))
+    return text
+  }
+
+  /// Per-block mean, p99 and largest time of each of the voice preset's stages alone and of the
+  /// whole chain at each of `BlockTiming.blockSizes`, on a SCHED_FIFO thread where granted.
+  static func blockTable(_ voice: Preset, left: [Float], right: [Float], seconds: Double) throws(BenchError)
+    -> String
+  {
+    let running = voice.units.filter { !$0.bypassed && $0.type != "input" && $0.type != "output" }
+    var chains: [(String, [VoiceChain])] = []
+    for stage in running {
+      var copies: [VoiceChain] = []
+      for _ in 0..<BlockTiming.runs { copies.append(try build([stage])) }
+      chains.append((stage.type, copies))
+    }
+    var wholes: [VoiceChain] = []
+    for _ in 0..<BlockTiming.runs { wholes.append(try build(voice.units)) }
+    chains.append(("whole voice chain", wholes))
+    let sizes = BlockTiming.blockSizes
+    let work = chains
+    let (figures, realtime) = BlockTiming.onRealtimeThread {
+      work.map { _, copies in
+        sizes.map { size in
+          BlockTiming.measure(
+            copies, left: left, right: right, blockFrames: size, seconds: seconds, sampleRate: sampleRate)
+        }
+      }
+    }
+    var text =
+      "Time per block, µs: mean / p99 / max over \(Int(seconds)) s at each block size, "
+      + (realtime ? "on a SCHED_FIFO thread" : "at normal scheduling (SCHED_FIFO was refused)")
+      + "; each block's least time over \(BlockTiming.runs) identical runs (what the machine adds to one run's"
+      + " block is not the chain's); the largest single-run time in brackets\n\n"
+    text += "| stage (voice preset settings) | " + sizes.map { "\($0) frames" }.joined(separator: " | ") + " |\n"
+    text += "|---|" + sizes.map { _ in "---:|" }.joined() + "\n"
+    for (i, (name, _)) in chains.enumerated() {
+      text +=
+        "| \(name) | "
+        + figures[i].map { f, raw in
+          String(
+            format: "%.1f / %.1f / %.1f (%.0f)", f.meanMicroseconds, f.p99Microseconds, f.maxMicroseconds, raw)
+        }.joined(separator: " | ") + " |\n"
+    }
+    let whole = figures[figures.count - 1].map(\.0)
+    text += "\nWhole voice chain, worst block over p99 (goal at 16 and 32 frames: at most 2×): "
+    text +=
+      zip(sizes, whole).map { size, f in
+        "\(size) frames " + String(format: "%.2f×", f.worstOverP99)
+          + (size <= 32 ? (f.worstOverP99 <= 2 ? " (met)" : " (NOT met)") : "")
+      }.joined(separator: ", ") + "\n"
     return text
   }
 

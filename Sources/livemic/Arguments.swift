@@ -264,13 +264,14 @@ private func parseParams(_ reader: inout ArgumentReader) throws(UsageError) -> C
   return .params(markdown: markdown)
 }
 
-/// `livemic bench [--seconds N] [--no-sox]`.
+/// `livemic bench [--seconds N] [--no-sox] [--blocks]`.
 private func parseBench(_ reader: inout ArgumentReader) throws(UsageError) -> Command {
   var options = BenchOptions()
   while let o = reader.nextOption() {
     switch o {
     case "--seconds": options.seconds = try reader.int(for: o, in: 1...3600)
     case "--no-sox": options.compareWithSox = false
+    case "--blocks": options.blocksOnly = true
     case "-h", "--help": return .help("bench")
     default: throw UsageError(message: "unknown option '\(o)' for 'livemic bench'")
     }
