@@ -119,14 +119,16 @@ public enum Benchmark {
       + (realtime ? "on a SCHED_FIFO thread" : "at normal scheduling (SCHED_FIFO was refused)")
       + "; each block's least time over \(BlockTiming.runs) identical runs (what the machine adds to one run's"
       + " block is not the chain's); the largest single-run time in brackets\n\n"
-    text += "| stage (voice preset settings) | " + sizes.map { "\($0) frames" }.joined(separator: " | ") + " |\n"
+    text +=
+      "| stage (voice preset settings) | " + sizes.map { "\($0) frames" }.joined(separator: " | ") + " |\n"
     text += "|---|" + sizes.map { _ in "---:|" }.joined() + "\n"
     for (i, (name, _)) in chains.enumerated() {
       text +=
         "| \(name) | "
         + figures[i].map { f, raw in
           String(
-            format: "%.1f / %.1f / %.1f (%.0f)", f.meanMicroseconds, f.p99Microseconds, f.maxMicroseconds, raw)
+            format: "%.1f / %.1f / %.1f (%.0f)", f.meanMicroseconds, f.p99Microseconds, f.maxMicroseconds, raw
+          )
         }.joined(separator: " | ") + " |\n"
     }
     let whole = figures[figures.count - 1].map(\.0)

@@ -95,6 +95,7 @@ public enum BlockTiming {
   static func onRealtimeThread<T: Sendable>(priority: Int32 = 70, _ body: @escaping @Sendable () -> T) -> (
     T, realtime: Bool
   ) {
+    // The thread always stores a value before it signals.
     let box = ResultBox<T>()
     let done = DispatchSemaphore(value: 0)
     let thread = Thread {
@@ -107,7 +108,8 @@ public enum BlockTiming {
     thread.stackSize = 1 << 20
     thread.start()
     done.wait()
-    return (box.value!, box.realtime)
+    guard let value = box.value else { preconditionFailure("the measuring thread stored no result") }
+    return (value, box.realtime)
   }
 }
 

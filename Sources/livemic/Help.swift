@@ -158,10 +158,14 @@ let paramsHelp = """
   """
 
 let benchHelp = """
-  USAGE: livemic bench [--seconds N] [--no-sox]
+  USAGE: livemic bench [--seconds N] [--no-sox] [--blocks]
 
   Processes N seconds (default 60) of stereo 48 kHz audio through each unit and the whole
-  voice chain and prints ns per sample and the real-time factor; then what a decaying tail
+  voice chain and prints ns per sample and the real-time factor; then the time of one block
+  (mean, p99 and worst, µs) of each stage and the whole chain at 16, 32, 64 and 256 frames, on a
+  SCHED_FIFO thread where the system grants one (each block's least time over three identical
+  runs: what the machine adds to a run is not the chain's), and the whole chain's worst block
+  over its p99 (goal at 16 and 32 frames: at most 2×); then what a decaying tail
   costs against silence in code with no denormal guard, with and without the flush-to-zero
   mode of LiveMic's process thread; then times sox running the equivalent chain (highpass,
   bass, treble, compand, reverb, gain) on the same audio, in the same run, and prints the
@@ -170,6 +174,7 @@ let benchHelp = """
   EXAMPLES
     livemic bench
     livemic bench --seconds 10 --no-sox
+    livemic bench --blocks            (the per-block table only)
   """
 
 let pluginsHelp = """

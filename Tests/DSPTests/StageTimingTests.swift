@@ -1,5 +1,6 @@
-@testable import DSP
 import Testing
+
+@testable import DSP
 
 /// The chain's per-stage timing (`VoiceChain.stageTimes`) samples one block in
 /// `timedBlockInterval`. A unit whose work comes every few blocks (the howl analysis every
