@@ -96,9 +96,10 @@ public struct FeedbackSuppressor: VoiceUnit {
     let holdFrames = Int(p.current(3) * sampleRate)
     // The analysis sees the input (before the notches), so a notch does not hide its own howl's
     // return when it is too shallow.
-    if detector.push(block) {
-      let count = detector.analyze(criteria)
-      for i in 0..<count { bank.place(hz: detector.detections[i], limit: limit, holdFrames: holdFrames) }
+    if detector.push(block, criteria: criteria) {
+      for i in 0..<detector.detectionCount {
+        bank.place(hz: detector.detections[i], limit: limit, holdFrames: holdFrames)
+      }
     }
     bank.advance(frames: block.frames, depth: p.current(1), limit: limit, releaseFrames: holdFrames)
     bank.process(block)

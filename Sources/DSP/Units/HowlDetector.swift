@@ -12,8 +12,12 @@ let fftwPlanLock = Locked(())
 /// like acoustic feedback (see docs/feedback.md for the criteria and their reasons).
 ///
 /// Every hop (`size / 8` frames) the last `size` input frames (mono: the mean of both channels)
-/// are Hann-windowed and transformed with FFTW (a plan made in `init`, executed in place on
-/// preallocated buffers). Peaks that stand far above their neighbourhood and are not part of a
+/// are Hann-windowed and transformed. The analysis is spread over the next blocks
+/// (`analysisSteps` steps, ending before the next hop): a 16-frame cycle must not do a whole FFT and a
+/// pass over every bin in the one block where the hop completes. The transform is split by
+/// decimation in time into two half-size real FFTs (FFTW plans made in `init`, executed on
+/// preallocated buffers), one per step, then combined with twiddles (one butterfly per pair of
+/// bins) a quarter of the bins per step; the spectrum is the same as one full-size FFT's. Peaks that stand far above their neighbourhood and are not part of a
 /// harmonic series are followed from hop to hop as tracks; a track that stays at one frequency
 /// and either grows steadily (fast path) or persists (steady path) is reported as feedback.
 ///
@@ -82,12 +86,30 @@ final class HowlDetector {
   private let half: Int
   private let lowBin: Int
   private let highBin: Int
+  /// The last `2 × size` input frames: a hop's window stays whole while its analysis runs.
   private let ring: UnsafeMutablePointer<Float>
   private let window: UnsafeMutablePointer<Float>
-  private let input: UnsafeMutablePointer<Float>
-  private let spectrum: UnsafeMutablePointer<fftwf_complex>
-  private let power: UnsafeMutablePointer<Float>
-  private let plan: fftwf_plan
+  /// The windowed frames, decimated: `inputs[r][m]` is frame `2m + r` of the window.
+  private let inputs: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
+  /// Each decimated part's spectrum (`part / 2 + 1` bins).
+  private let spectra: UnsafeMutablePointer<UnsafeMutablePointer<fftwf_complex>>
+  /// e^(−2πi·k/size) for k in 0...size/4: the decimation's twiddles.
+  private let twiddles: UnsafeMutablePointer<(Float, Float)>
+  /// The last analysis's powers (bins 0...size/2; a full-scale sinusoid's peak is 1).
+  let power: UnsafeMutablePointer<Float>
+  private let plans: [fftwf_plan]
+  /// The size of each decimated part's FFT (`size / 2`).
+  private let part: Int
+  /// Where the window being analysed starts in `ring`, and the next step of its analysis
+  /// (`analysisSteps` when none runs).
+  private var windowStart = 0
+  private var step = HowlDetector.analysisSteps
+  /// Steps run per block of the current size (at least 1; enough to end before the next hop).
+  private var stepsPerBlock = 1
+  private var criteria = Criteria()
+  /// Steps of one analysis: 4 of windowing, 2 FFTs, 4 of combining into powers, 2 of finding
+  /// candidates, 1 following the tracks.
+  static let analysisSteps = 13
   private let tracks: UnsafeMutablePointer<Track>
   /// Per track, its last `historyLength` levels (dB), oldest first after `hits` wraps.
   private let levels: UnsafeMutablePointer<Float>
@@ -112,28 +134,47 @@ final class HowlDetector {
     binHz = Float(sampleRate) / Float(n)
     lowBin = max(Int(Self.lowHz / binHz), 10)
     highBin = min(Int(min(Self.highHz, Float(sampleRate) * 0.45) / binHz), half - 10)
-    ring = .allocate(capacity: n)
-    ring.initialize(repeating: 0, count: n)
+    ring = .allocate(capacity: 2 * n)
+    ring.initialize(repeating: 0, count: 2 * n)
     window = .allocate(capacity: n)
     for i in 0..<n { window[i] = Float(0.5 - 0.5 * cos(2 * Double.pi * Double(i) / Double(n))) }
-    input = fftwf_alloc_real(n)
-    input.initialize(repeating: 0, count: n)
-    spectrum = fftwf_alloc_complex(half + 1)
+    let q = n / 2
+    part = q
+    let inputs = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: 2)
+    let spectra = UnsafeMutablePointer<UnsafeMutablePointer<fftwf_complex>>.allocate(capacity: 2)
+    for r in 0..<2 {
+      guard let input = fftwf_alloc_real(q), let spectrum = fftwf_alloc_complex(q / 2 + 1) else {
+        preconditionFailure("FFTW could not allocate a \(q)-point transform's buffers")
+      }
+      input.initialize(repeating: 0, count: q)
+      (inputs + r).initialize(to: input)
+      (spectra + r).initialize(to: spectrum)
+    }
+    (self.inputs, self.spectra) = (inputs, spectra)
+    twiddles = .allocate(capacity: n / 4 + 1)
+    for k in 0...(n / 4) {
+      let a = -2 * Double.pi * Double(k) / Double(n)
+      twiddles[k] = (Float(cos(a)), Float(sin(a)))
+    }
     power = .allocate(capacity: half + 1)
     power.initialize(repeating: 0, count: half + 1)
-    // (The plan crosses the lock's closure as an address: an `OpaquePointer` is not Sendable.)
-    let (i, s) = (UInt(bitPattern: input), UInt(bitPattern: spectrum))
-    let address = fftwPlanLock.withLock { _ in
-      UInt(
-        bitPattern: UnsafeMutableRawPointer(
-          fftwf_plan_dft_r2c_1d(
-            Int32(n), UnsafeMutablePointer(bitPattern: i), UnsafeMutablePointer(bitPattern: s),
-            UInt32(FFTW_ESTIMATE))))
+    // (Plans cross the lock's closure as addresses: an `OpaquePointer` is not Sendable.)
+    let pairs = (0..<2).map { (UInt(bitPattern: inputs[$0]), UInt(bitPattern: spectra[$0])) }
+    let addresses = fftwPlanLock.withLock { _ in
+      pairs.map { i, s in
+        UInt(
+          bitPattern: UnsafeMutableRawPointer(
+            fftwf_plan_dft_r2c_1d(
+              Int32(q), UnsafeMutablePointer(bitPattern: i), UnsafeMutablePointer(bitPattern: s),
+              UInt32(FFTW_ESTIMATE))))
+      }
     }
-    guard let plan = OpaquePointer(bitPattern: address) else {
-      preconditionFailure("FFTW could not plan a \(n)-point transform")
+    plans = addresses.map {
+      guard let plan = OpaquePointer(bitPattern: $0) else {
+        preconditionFailure("FFTW could not plan a \(q)-point transform")
+      }
+      return plan
     }
-    self.plan = plan
     tracks = .allocate(capacity: Self.trackCount)
     tracks.initialize(repeating: Track(), count: Self.trackCount)
     levels = .allocate(capacity: Self.trackCount * Self.historyLength)
@@ -148,10 +189,15 @@ final class HowlDetector {
   }
 
   deinit {
-    let address = UInt(bitPattern: UnsafeMutableRawPointer(plan))
-    fftwPlanLock.withLock { _ in fftwf_destroy_plan(OpaquePointer(bitPattern: address)) }
-    fftwf_free(input)
-    fftwf_free(spectrum)
+    let addresses = plans.map { UInt(bitPattern: UnsafeMutableRawPointer($0)) }
+    fftwPlanLock.withLock { _ in for a in addresses { fftwf_destroy_plan(OpaquePointer(bitPattern: a)) } }
+    for r in 0..<2 {
+      fftwf_free(inputs[r])
+      fftwf_free(spectra[r])
+    }
+    inputs.deallocate()
+    spectra.deallocate()
+    twiddles.deallocate()
     ring.deallocate()
     window.deallocate()
     power.deallocate()
@@ -164,15 +210,17 @@ final class HowlDetector {
   /// Forgets the signal and every track.
   /// - Realtime: safe
   func reset() {
-    ring.update(repeating: 0, count: size)
-    (write, sinceHop, detectionCount) = (0, 0, 0)
+    ring.update(repeating: 0, count: 2 * size)
+    (write, sinceHop, detectionCount, step) = (0, 0, 0, Self.analysisSteps)
     tracks.update(repeating: Track(), count: Self.trackCount)
   }
 
-  /// Appends a block's mono mix; true when a hop is complete (call `analyze`).
+  /// Appends a block's mono mix and runs this block's share of the pending analysis (a hop's
+  /// analysis starts in the block where the hop completes and ends before the next hop); true
+  /// when an analysis ended in this block: `detections` holds its `detectionCount` frequencies.
   /// - Realtime: safe
-  func push(_ block: StereoBlock) -> Bool {
-    let mask = size - 1
+  func push(_ block: StereoBlock, criteria c: Criteria) -> Bool {
+    let mask = 2 * size - 1
     var w = write
     for f in 0..<block.frames {
       ring[w] = 0.5 * (block.left[f] + block.right[f])
@@ -180,25 +228,104 @@ final class HowlDetector {
     }
     write = w
     sinceHop += block.frames
-    if sinceHop < hop { return false }
-    sinceHop -= hop
-    return true
+    var ended = false
+    if sinceHop >= hop {
+      sinceHop -= hop
+      // A hop shorter than a block's share of steps (blocks over a hop): the last one ends first.
+      if step < Self.analysisSteps { ended = finish() }
+      begin(c, blockFrames: block.frames)
+    }
+    guard step < Self.analysisSteps else { return ended }
+    for _ in 0..<stepsPerBlock where step < Self.analysisSteps { runStep() }
+    return step == Self.analysisSteps || ended
   }
 
-  /// Analyses the last `size` frames; fills `detections` with the frequencies of the tracks that
-  /// became feedback at this hop and returns their count. Bounded time: one FFT, one pass over
-  /// the bins, a few dozen operations per candidate and track.
+  /// Analyses the last `size` frames at once (off the audio thread, or in tests); fills
+  /// `detections` with the frequencies of the tracks that became feedback and returns their
+  /// count.
   /// - Realtime: safe
   func analyze(_ c: Criteria) -> Int {
-    let mask = size - 1
-    for i in 0..<size { input[i] = ring[(write &+ i) & mask] * window[i] }
-    fftwf_execute(plan)
-    let scale = 16 / (Float(size) * Float(size))
-    for k in 0...half {
-      let (re, im) = spectrum[k]
-      power[k] = (re * re + im * im) * scale
+    begin(c, blockFrames: hop)
+    _ = finish()
+    return detectionCount
+  }
+
+  /// Starts the analysis of the `size` frames that end at `write`.
+  /// - Realtime: safe
+  private func begin(_ c: Criteria, blockFrames: Int) {
+    windowStart = (write &+ 2 * size &- size) & (2 * size - 1)
+    criteria = c
+    step = 0
+    // Every step before the next hop: one step per block for blocks up to a 16th of a hop (32
+    // frames at 48 kHz).
+    let blocks = max(hop / max(blockFrames, 1), 1)
+    stepsPerBlock = (Self.analysisSteps + blocks - 1) / blocks
+  }
+
+  /// Runs the pending analysis's remaining steps; true when there was one.
+  /// - Realtime: safe
+  private func finish() -> Bool {
+    let pending = step < Self.analysisSteps
+    while step < Self.analysisSteps { runStep() }
+    return pending
+  }
+
+  /// One step of the analysis. Bounded time: a quarter of the window, one half-size FFT, a
+  /// quarter of the bins, half of the candidates' search, or the tracks (a few dozen operations
+  /// per candidate and track).
+  /// - Realtime: safe
+  private func runStep() {
+    let s = step
+    step += 1
+    switch s {
+    case 0..<4: windowPart(s)
+    case 4..<6: fftwf_execute(plans[s - 4])
+    case 6..<10: combine(quarter: s - 6)
+    case 10:
+      candidateTotal = 0
+      findCandidates(criteria.prominence, from: lowBin, to: (lowBin + highBin) / 2)
+    case 11: findCandidates(criteria.prominence, from: (lowBin + highBin) / 2 + 1, to: highBin)
+    default: followTracks(criteria)
     }
-    findCandidates(c.prominence)
+  }
+
+  /// A quarter of the window, Hann-weighted, into the decimated inputs.
+  /// - Realtime: safe
+  private func windowPart(_ quarter: Int) {
+    let mask = 2 * size - 1
+    let (start, count) = (windowStart, part / 4)
+    let (even, odd) = (inputs[0], inputs[1])
+    for m in (quarter * count)..<((quarter + 1) * count) {
+      let i = 2 * m
+      even[m] = ring[(start &+ i) & mask] * window[i]
+      odd[m] = ring[(start &+ i &+ 1) & mask] * window[i + 1]
+    }
+  }
+
+  /// A quarter of the bins, as scaled powers: with E and O the even and odd frames' spectra (a
+  /// real FFT's), X[k] = E[k] + W^k·O[k] and X[size/2 − k] = conj(E[k] − W^k·O[k])
+  /// (W = e^(−2πi/size)): one twiddle for two bins, k in 0...size/4.
+  /// - Realtime: safe
+  private func combine(quarter: Int) {
+    let pairs = size / 4 + 1
+    let (from, to) = (quarter * pairs / 4, (quarter + 1) * pairs / 4)
+    let (e, o, w, p) = (spectra[0], spectra[1], twiddles, power)
+    let scale = 16 / (Float(size) * Float(size))
+    for k in from..<to {
+      let (er, ei) = e[k]
+      let (or, oi) = o[k]
+      let (c, d) = w[k]
+      let (tr, ti) = (or * c - oi * d, or * d + oi * c)
+      let (xr, xi) = (er + tr, ei + ti)
+      let (yr, yi) = (er - tr, ei - ti)
+      p[k] = (xr * xr + xi * xi) * scale
+      p[half &- k] = (yr * yr + yi * yi) * scale
+    }
+  }
+
+  /// Follows the candidates found into the tracks and fills `detections`.
+  /// - Realtime: safe
+  private func followTracks(_ c: Criteria) {
     for t in 0..<Self.trackCount where tracks[t].alive { tracks[t].absent += 1 }
     for i in 0..<candidateTotal { follow(candidates[i]) }
     detectionCount = 0
@@ -216,7 +343,6 @@ final class HowlDetector {
         if detectionCount == Self.candidateCount { break }
       }
     }
-    return detectionCount
   }
 
   /// The mean power 4–8 bins either side of `k` (outside a Hann window's main lobe).
@@ -244,12 +370,12 @@ final class HowlDetector {
     return p >= 4 * prominence * far / 34
   }
 
-  /// The strongest local maxima above the floor that are at least `prominence` times their
-  /// sides' mean power, strongest first.
+  /// The strongest local maxima in bins `from...to` above the floor that are at least
+  /// `prominence` times their sides' mean power, added to `candidates` (strongest first).
   /// - Realtime: safe
-  private func findCandidates(_ prominence: Float) {
-    candidateTotal = 0
-    for k in lowBin...highBin {
+  private func findCandidates(_ prominence: Float, from: Int, to: Int) {
+    guard from <= to else { return }
+    for k in from...to {
       let p = power[k]
       if p <= floorPower || p <= power[k - 1] || p < power[k + 1] { continue }
       if candidateTotal == Self.candidateCount && p <= candidates[Self.candidateCount - 1].power { continue }
