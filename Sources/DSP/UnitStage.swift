@@ -37,10 +37,9 @@ open class UnitStageBase {
 
 /// A built-in unit in a chain: owns its smoothed parameter values and bypass crossfade.
 ///
-/// Smoothing: each continuous parameter moves towards its target by a fraction
-/// `α = 1 - exp(-subBlockFrames / (smoothingMilliseconds * sampleRate / 1000))` of the remaining
-/// distance once per full sub-block (`1 - (1 - α)^(n / subBlockFrames)` for a shorter one of n
-/// frames, so the rate per frame is the same), and snaps to the target once within 1e-6 of it or once a step
+/// Smoothing: each continuous parameter moves towards its target by the fraction
+/// `Smoothing.alpha(frames:sampleRate:)` of the remaining distance once per sub-block (of its
+/// own length, so the rate per frame is the same for a shorter one), and snaps to the target once within 1e-6 of it or once a step
 /// would no longer change its Float value (so a settled value is exact). Bypass crossfades
 /// linearly over `bypassFadeMilliseconds`.
 ///
@@ -78,10 +77,11 @@ public final class UnitStage<Unit: VoiceUnit>: UnitStageBase, ChainStage {
     /// block's remainder, recurs every cycle: one `powf` per change, not per sub-block).
     var shortFrames = 0
     var shortSmoothing: Float = 1
+    var sampleRate = 48000.0
   }
 
   /// Time constant of parameter smoothing.
-  public static var smoothingMilliseconds: Float { 20 }
+  public static var smoothingMilliseconds: Float { Smoothing.timeConstantMilliseconds }
   /// Length of the bypass crossfade.
   public static var bypassFadeMilliseconds: Float { 10 }
 
@@ -135,8 +135,8 @@ public final class UnitStage<Unit: VoiceUnit>: UnitStageBase, ChainStage {
 
   public func prepare(sampleRate: Double, maxFrames: Int) {
     precondition(maxFrames <= dryCapacity, "stage prepared beyond its capacity")
-    let blocks = Float(sampleRate) * Self.smoothingMilliseconds / 1000 / Float(maxFrames)
-    fade.pointee.smoothing = 1 - expf(-1 / max(blocks, 1))
+    fade.pointee.smoothing = Smoothing.alpha(frames: maxFrames, sampleRate: sampleRate)
+    fade.pointee.sampleRate = sampleRate
     fade.pointee.frames = maxFrames
     fade.pointee.shortFrames = 0  // its coefficient was for the old rate
     fade.pointee.step = 1 / max(Float(sampleRate) * Self.bypassFadeMilliseconds / 1000, 1)
@@ -176,12 +176,12 @@ public final class UnitStage<Unit: VoiceUnit>: UnitStageBase, ChainStage {
     let n = parameterCount
     let first = firstParameter
     // A shorter sub-block (a JACK period under 32 frames, a block's remainder) moves the values
-    // by the same amount per frame as a full one: α_n = 1 − (1 − α)^(n / 32).
+    // by the same amount per frame as a full one (`Smoothing.alpha` of its own length).
     var smoothing = fade.pointee.smoothing
     if block.frames != fade.pointee.frames {
       if block.frames != fade.pointee.shortFrames {
-        fade.pointee.shortSmoothing =
-          1 - powf(1 - smoothing, Float(block.frames) / Float(fade.pointee.frames))
+        fade.pointee.shortSmoothing = Smoothing.alpha(
+          frames: block.frames, sampleRate: fade.pointee.sampleRate)
         fade.pointee.shortFrames = block.frames
       }
       smoothing = fade.pointee.shortSmoothing

@@ -30,7 +30,7 @@ extension PluginStage {
     let live = self.live
     var alpha = live.pointee.smoothingAlpha
     if frames != live.pointee.smoothingFrames {
-      alpha = 1 - expf(-Float(frames) / (0.020 * Float(sampleRate)))
+      alpha = Smoothing.alpha(frames: frames, sampleRate: Double(sampleRate))
       (live.pointee.smoothingAlpha, live.pointee.smoothingFrames) = (alpha, frames)
     }
     for i in 0..<rt.controlInputCount {

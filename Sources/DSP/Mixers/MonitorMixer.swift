@@ -40,7 +40,7 @@ public final class MonitorMixer: @unchecked Sendable {
   /// Allocates the mixer and prepares its reverb for `sampleRate`. Not real-time.
   public init(sampleRate: Double) {
     let n = MusicMixer.subBlock
-    alpha = Float(1 - exp(-Double(n) / (0.02 * sampleRate)))
+    alpha = Smoothing.alpha(frames: n, sampleRate: sampleRate)
     defaults = .allocate(capacity: MonitorMix.parameters.count)
     for (i, spec) in MonitorMix.parameters.enumerated() { defaults[i] = spec.defaultValue }
     reverbPrevious = .allocate(capacity: Reverb.parameters.count)

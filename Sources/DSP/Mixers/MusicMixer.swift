@@ -40,7 +40,7 @@ public final class MusicMixer: @unchecked Sendable {
     state = .allocate(capacity: 1)
     state.initialize(to: State())
     self.sampleRate = Float(sampleRate)
-    volumeAlpha = Float(1 - exp(-Double(Self.subBlock) / (0.02 * sampleRate)))
+    volumeAlpha = Smoothing.alpha(frames: Self.subBlock, sampleRate: sampleRate)
     defaults = .allocate(capacity: Self.settingCount)
     for (i, spec) in MusicBed.parameters.enumerated() { defaults[i] = spec.defaultValue }
     defaults[Self.settingCount - 1] = 0
