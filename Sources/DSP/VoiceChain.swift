@@ -271,34 +271,15 @@ public final class VoiceChain: @unchecked Sendable {
 
   /// Input beyond any real signal is made safe before it reaches a unit: non-finite samples
   /// (a broken upstream client) become 0 and finite ones are clamped to ±`inputLimit`
-  /// (+60 dBFS), so no setting of the chain's gains can overflow a Float. Checks four frames at
-  /// a time (magnitude bits above the limit's) and only rewrites a group that has one.
+  /// (+60 dBFS), so no setting of the chain's gains can overflow a Float. In place: the one
+  /// clamp, `copySanitized`, with the block as its own source.
   /// - Realtime: safe
   @inline(__always)
   static func sanitize(left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>, frames: Int) {
-    let magnitude = SIMD4<UInt32>(repeating: 0x7FFF_FFFF)
-    let limit = SIMD4<UInt32>(repeating: inputLimit.bitPattern)
-    var f = 0
-    while f + 4 <= frames {
-      let l = UnsafeRawPointer(left + f).loadUnaligned(as: SIMD4<UInt32>.self)
-      let r = UnsafeRawPointer(right + f).loadUnaligned(as: SIMD4<UInt32>.self)
-      let bad = ((l & magnitude) .> limit) .| ((r & magnitude) .> limit)
-      if any(bad) {
-        for k in f..<(f + 4) {
-          left[k] = safe(left[k])
-          right[k] = safe(right[k])
-        }
-      }
-      f += 4
-    }
-    while f < frames {
-      left[f] = safe(left[f])
-      right[f] = safe(right[f])
-      f += 1
-    }
+    copySanitized(left, right, into: left, right, frames: frames)
   }
 
-  /// Copies an input into the buffers a chain runs in, made safe as `sanitize` does: copied eight
+  /// Copies an input into the buffers a chain runs in (or onto itself), made safe: copied eight
   /// lanes at a time while each group's magnitude bits are compared with the limit's, the
   /// verdicts or-ed together and tested once at the end; only a block with a sample beyond the
   /// limit is copied again sample by sample. `inputRight` may be `inputLeft` (a mono input feeds
