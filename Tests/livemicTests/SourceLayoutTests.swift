@@ -25,11 +25,22 @@ import Testing
     return found
   }
 
-  @Test("no source file is over 500 lines")
+  /// A file holds one responsibility (docs/architecture.md); its length is only a smell
+  /// detector, generous so that no file is split just to stay under it.
+  @Test("no source file is over 700 lines")
   func filesStaySmall() throws {
     let files = try Self.files()
     #expect(files.count > 50)
-    for file in files { #expect(file.lines.count <= 500, "\(file.path): \(file.lines.count) lines") }
+    for file in files { #expect(file.lines.count <= 700, "\(file.path): \(file.lines.count) lines") }
+  }
+
+  /// Shared helpers that are not signal processing live below DSP's top level.
+  @Test("DSP's top level holds the chain and its parts, not general helpers")
+  func dspTopLevel() throws {
+    let top = try Self.files().filter { $0.target == "DSP" && $0.path.split(separator: "/").count == 2 }
+    for name in ["DSP/Locked.swift", "DSP/CodedError.swift", "DSP/VoiceChain+Arrays.swift"] {
+      #expect(!top.contains { $0.path == name }, "\(name) is at DSP's top level")
+    }
   }
 
   @Test("DSP, the presets and the offline tools import no JACK client and no engine")
