@@ -24,6 +24,15 @@ open class UnitStageBase {
   /// Whether the unit wants the chain's output (`VoiceUnit.wantsReference`).
   open var wantsReference: Bool { false }
 
+  /// Whether the stage takes MIDI (a plugin with a MIDI input that its preset entry lets have
+  /// it). Read once, when a chain is made.
+  open var wantsMidi: Bool { false }
+
+  /// Gives the stage the chain's MIDI events, which it reads in each `process` (frame offsets
+  /// from the start of the block `process` gets). Called once, when a chain is made, for a
+  /// stage that `wantsMidi`; off the audio thread.
+  open func attach(midi: MidiEvents) {}
+
   /// Hands a reference block to the unit (`VoiceUnit.receiveReference`).
   /// - Realtime: safe
   open func receiveReference(_ block: StereoBlock, from source: ReferenceSource) {}

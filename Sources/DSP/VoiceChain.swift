@@ -39,6 +39,12 @@ public final class VoiceChain: @unchecked Sendable {
   /// nil without one.
   public let monitorParameterIndex: Int?
 
+  /// This cycle's MIDI events, for the stages that take MIDI (filled by the engine before
+  /// `process` when `wantsMidi`).
+  public let midiEvents = MidiEvents()
+  /// Whether a stage takes MIDI (`UnitStageBase.wantsMidi`).
+  public let wantsMidi: Bool
+
   /// The sample rate the chain was prepared for.
   public private(set) var sampleRate: Double = 0
 
@@ -90,6 +96,9 @@ public final class VoiceChain: @unchecked Sendable {
           stage: stage, builtin: base.map { Unmanaged.passUnretained($0) },
           wholeBlock: base?.takesWholeBlock ?? true))
     }
+    let midiStages = stages.compactMap { ($0 as? UnitStageBase).flatMap { $0.wantsMidi ? $0 : nil } }
+    for stage in midiStages { stage.attach(midi: midiEvents) }
+    wantsMidi = !midiStages.isEmpty
     let listeners = stages.compactMap { ($0 as? UnitStageBase).flatMap { $0.wantsReference ? $0 : nil } }
     referenceStageCount = listeners.count
     referenceStages = .allocate(capacity: max(listeners.count, 1))
@@ -176,6 +185,7 @@ public final class VoiceChain: @unchecked Sendable {
       hasPlugins ? max(1, Int((Self.pluginWarmSeconds * sampleRate / Double(frames)).rounded(.up))) : 1
     let left = UnsafeMutablePointer<Float>.allocate(capacity: frames)
     let right = UnsafeMutablePointer<Float>.allocate(capacity: frames)
+    midiEvents.clear()
     for _ in 0..<blocks {
       left.initialize(repeating: 0, count: frames)
       right.initialize(repeating: 0, count: frames)

@@ -143,6 +143,11 @@ public final class LV2World: @unchecked Sendable {
       minimumSize = Int(lilv_node_as_int(size))
       lilv_node_free(size)
     }
+    var supportsMidi = false
+    if kind == .atom, let supports = lilv_port_get_value(p, port, node(URI.atomSupports)) {
+      supportsMidi = lilv_nodes_contains(supports, node(URI.midiEvent))
+      lilv_nodes_free(supports)
+    }
     let toggled = has(URI.toggled)
     var lo = min.isNaN ? 0 : min
     var hi = max.isNaN ? (toggled ? 1 : lo + 1) : max
@@ -155,7 +160,7 @@ public final class LV2World: @unchecked Sendable {
       defaultValue: d, unit: unit, toggled: toggled, integer: has(URI.integer),
       logarithmic: has(URI.logarithmic),
       scalePoints: points, enumeration: has(URI.enumeration), reportsLatency: latency,
-      connectionOptional: has(URI.connectionOptional), minimumSize: minimumSize)
+      connectionOptional: has(URI.connectionOptional), minimumSize: minimumSize, supportsMidi: supportsMidi)
   }
 
   private func presets(_ p: OpaquePointer) -> [PresetInfo] {

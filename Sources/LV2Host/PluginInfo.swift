@@ -28,6 +28,8 @@ public struct PortInfo: Sendable, Codable, Equatable {
   public var connectionOptional: Bool
   /// Minimum buffer size (bytes) an atom port asks for.
   public var minimumSize: Int?
+  /// An atom port that takes or gives MIDI events (`atom:supports midi:MidiEvent`).
+  public var supportsMidi: Bool = false
 
   public struct ScalePoint: Sendable, Codable, Equatable {
     public var label: String
@@ -61,16 +63,22 @@ public struct PluginInfo: Sendable, Codable, Equatable {
 
   public var canHost: Bool { unsupportedReason == nil }
 
+  /// Whether the plugin has an atom input that takes MIDI.
+  public var takesMidi: Bool { ports.contains { $0.kind == .atom && $0.isInput && $0.supportsMidi } }
+
+  /// An instrument: no audio input (a synth played by MIDI); its output is added to the chain's.
+  public var isInstrument: Bool { audioInputs == 0 }
+
   /// How many instances run on the stereo chain: a mono plugin runs as two.
   public var instancesOnStereoChain: Int { audioInputs == 1 && audioOutputs == 1 ? 2 : 1 }
 
   /// The channel rule for a layout, or nil when the layout is supported.
   static func layoutProblem(inputs: Int, outputs: Int) -> String? {
     switch (inputs, outputs) {
-    case (1, 1), (1, 2), (2, 2): return nil
+    case (1, 1), (1, 2), (2, 2), (0, 1), (0, 2): return nil
     default:
       return "it has \(inputs) audio input(s) and \(outputs) output(s), and LiveMic's stereo chain hosts "
-        + "1→1 (run as two instances), 1→2 and 2→2 plugins"
+        + "1→1 (run as two instances), 1→2 and 2→2 plugins, and instruments (0→1, 0→2) whose output it adds"
     }
   }
 }

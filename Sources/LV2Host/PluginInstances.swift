@@ -16,6 +16,8 @@ struct PluginInstances {
   /// Per instance: atom input / output port buffers and their byte capacities.
   var atomIn: [[(UnsafeMutableRawPointer, Int)]] = []
   var atomOut: [[(UnsafeMutableRawPointer, Int)]] = []
+  /// Per instance, per atom input: whether it takes MIDI (`PortInfo.supportsMidi`).
+  var atomInMidi: [[Bool]] = []
   /// CV buffers: silent in, ignored out.
   var other: [UnsafeMutablePointer<Float>] = []
 
@@ -50,6 +52,7 @@ struct PluginInstances {
     var (inPorts, outPorts): ([UInt32], [UInt32]) = ([], [])
     var aIn: [(UnsafeMutableRawPointer, Int)] = []
     var aOut: [(UnsafeMutableRawPointer, Int)] = []
+    var aInMidi: [Bool] = []
     for port in ports {
       let index = UInt32(port.index)
       switch port.kind {
@@ -73,7 +76,12 @@ struct PluginInstances {
         let bytes = max(port.minimumSize ?? 0, 8192)
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: bytes, alignment: 16)
         buffer.initializeMemory(as: UInt8.self, repeating: 0, count: bytes)
-        if port.isInput { aIn.append((buffer, bytes)) } else { aOut.append((buffer, bytes)) }
+        if port.isInput {
+          aIn.append((buffer, bytes))
+          aInMidi.append(port.supportsMidi)
+        } else {
+          aOut.append((buffer, bytes))
+        }
         lilv_instance_connect_port(instance, index, buffer)
       case .unknown:
         lilv_instance_connect_port(instance, index, nil)
@@ -86,6 +94,7 @@ struct PluginInstances {
     audioOutPorts.append(outPorts)
     atomIn.append(aIn)
     atomOut.append(aOut)
+    atomInMidi.append(aInMidi)
   }
 
   /// Starts a worker for each instance that has the worker interface, then activates every

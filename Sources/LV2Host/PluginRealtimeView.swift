@@ -18,6 +18,9 @@ struct RealtimeView {
   /// `lv2:inPlaceBroken`): then its audio ports are connected to the block's own buffers each
   /// run, and nothing is copied in or out (a mono-in plugin still gets the mean in `inputLeft`).
   let inPlace: Bool
+  /// An instrument (no audio input): its output, in its own buffers, is added to the block's
+  /// (`inputLeft` is then `outputLeft`, unused; a mono output feeds both channels).
+  let instrument: Bool
   /// One instance of a mono plugin on channels that carry the same signal: it runs on the left
   /// channel, and the right gets a copy of its output (`inputRight` is nil).
   let copiesLeftToRight: Bool
@@ -28,7 +31,9 @@ struct RealtimeView {
   let portInputRight: UInt32
   let portOutputLeft: UInt32
   let portOutputRight: UInt32
-  let atomInputs: UnsafeMutablePointer<UnsafeMutableRawPointer>
+  /// Every instance's atom inputs (buffer, byte capacity), and whether each takes MIDI.
+  let atomInputs: UnsafeMutablePointer<(UnsafeMutableRawPointer, Int)>
+  let atomInputMidi: UnsafeMutablePointer<Bool>
   let atomInputCount: Int
   let atomOutputs: UnsafeMutablePointer<(UnsafeMutableRawPointer, Int)>
   let atomOutputCount: Int
@@ -42,7 +47,8 @@ struct RealtimeView {
     controls: [UnsafeMutablePointer<Float>],
     audioIn: [[UnsafeMutablePointer<Float>]], audioOut: [[UnsafeMutablePointer<Float>]],
     audioInPorts: [[UInt32]], audioOutPorts: [[UInt32]], inPlace: Bool, copiesLeftToRight: Bool,
-    atomIn: [[(UnsafeMutableRawPointer, Int)]], atomOut: [[(UnsafeMutableRawPointer, Int)]],
+    atomIn: [[(UnsafeMutableRawPointer, Int)]], atomInMidi: [[Bool]],
+    atomOut: [[(UnsafeMutableRawPointer, Int)]],
     controlInputs inputs: [Int], controlOutputs outputs: [Int]
   ) {
     let two = instances.count == 2
@@ -55,7 +61,14 @@ struct RealtimeView {
     self.inPlace = inPlace
     self.copiesLeftToRight = copiesLeftToRight
     rightInstance = instances[two ? 1 : 0]
-    if copiesLeftToRight {
+    instrument = audioIn[0].isEmpty
+    if instrument {
+      let right = audioOut[0].count > 1 ? 1 : 0
+      (inputLeft, inputRight) = (audioOut[0][0], nil)
+      (outputLeft, outputRight) = (audioOut[0][0], audioOut[0][right])
+      (portInputLeft, portInputRight) = (audioOutPorts[0][0], audioOutPorts[0][0])
+      (portOutputLeft, portOutputRight) = (audioOutPorts[0][0], audioOutPorts[0][right])
+    } else if copiesLeftToRight {
       (inputLeft, inputRight) = (audioIn[0][0], nil)
       (outputLeft, outputRight) = (audioOut[0][0], audioOut[0][0])
       (portInputLeft, portInputRight) = (audioInPorts[0][0], audioInPorts[0][0])
@@ -73,10 +86,15 @@ struct RealtimeView {
       portInputRight = audioInPorts[0].count > 1 ? audioInPorts[0][1] : audioInPorts[0][0]
       (portOutputLeft, portOutputRight) = (audioOutPorts[0][0], audioOutPorts[0][1])
     }
-    let ins = atomIn.flatMap { $0.map(\.0) }
+    let ins = atomIn.flatMap { $0 }
+    let midi = atomInMidi.flatMap { $0 }
     atomInputCount = ins.count
     atomInputs = .allocate(capacity: max(ins.count, 1))
-    for (i, p) in ins.enumerated() { atomInputs[i] = p }
+    atomInputMidi = .allocate(capacity: max(ins.count, 1))
+    for (i, p) in ins.enumerated() {
+      (atomInputs + i).initialize(to: p)
+      atomInputMidi[i] = midi[i]
+    }
     let outs = atomOut.flatMap { $0 }
     atomOutputCount = outs.count
     atomOutputs = .allocate(capacity: max(outs.count, 1))
@@ -91,6 +109,7 @@ struct RealtimeView {
 
   func deallocate() {
     atomInputs.deallocate()
+    atomInputMidi.deallocate()
     atomOutputs.deallocate()
     controlInputs.deallocate()
     controlOutputs.deallocate()

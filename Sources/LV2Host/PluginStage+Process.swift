@@ -7,7 +7,8 @@ import DSP
 
 extension PluginStage {
   /// Runs the plugin over a block in place (in chunks of its buffer capacity): control values
-  /// smoothed towards their targets, empty atom sequences in, bypass crossfaded, worker
+  /// smoothed towards their targets, the block's MIDI (or an empty sequence) on each atom input,
+  /// bypass crossfaded, worker
   /// responses delivered, control outputs published as read-only parameters.
   /// - Realtime: safe
   @inline(__always)
@@ -15,13 +16,16 @@ extension PluginStage {
     var offset = 0
     while offset < block.frames {
       let n = min(capacity, block.frames - offset)
-      run(StereoBlock(left: block.left + offset, right: block.right + offset, frames: n), targets: targets)
+      run(
+        StereoBlock(left: block.left + offset, right: block.right + offset, frames: n), targets: targets,
+        from: offset)
       offset += n
     }
   }
 
+  /// Runs one chunk of the block, which starts `start` frames into it.
   /// - Realtime: safe
-  private func run(_ block: StereoBlock, targets: ParameterTargets) {
+  private func run(_ block: StereoBlock, targets: ParameterTargets, from start: Int) {
     let frames = block.frames
     let first = firstParameter
     let rt = self.rt
@@ -56,13 +60,20 @@ extension PluginStage {
       dryRight.update(from: block.right, count: frames)
     }
 
-    // Atom ports: an empty sequence in, a whole buffer offered out, every cycle.
+    // Atom ports: the chunk's MIDI (or an empty sequence) in, a whole buffer offered out.
+    let midi = live.pointee.midi
     for i in 0..<rt.atomInputCount {
-      let atom = rt.atomInputs[i].assumingMemoryBound(to: UInt32.self)
+      let (buffer, bytes) = rt.atomInputs[i]
+      let atom = buffer.assumingMemoryBound(to: UInt32.self)
       atom[0] = 8  // sizeof(LV2_Atom_Sequence_Body)
       atom[1] = sequenceType
-      atom[2] = 0  // unit
+      atom[2] = 0  // unit: frames
       atom[3] = 0  // pad
+      if rt.atomInputMidi[i], let midi {
+        midi._withUnsafeGuaranteedRef {
+          writeMidi($0, into: buffer, bytes: bytes, from: start, frames: frames)
+        }
+      }
     }
     for i in 0..<rt.atomOutputCount {
       let (buffer, bytes) = rt.atomOutputs[i]
@@ -80,7 +91,12 @@ extension PluginStage {
       rt.worker1?._withUnsafeGuaranteedRef { $0.deliverResponses() }
     }
     if latencyPort >= 0 { reportedLatency.store(rt.controls0[latencyPort].bitPattern, ordering: .relaxed) }
-    if !rt.inPlace {
+    if rt.instrument {
+      for f in 0..<frames {
+        block.left[f] += rt.outputLeft[f]
+        block.right[f] += rt.outputRight[f]
+      }
+    } else if !rt.inPlace {
       block.left.update(from: rt.outputLeft, count: frames)
       if !rt.copiesLeftToRight { block.right.update(from: rt.outputRight, count: frames) }
     }
@@ -108,6 +124,32 @@ extension PluginStage {
     }
   }
 
+  /// Appends to the sequence in `buffer` (its header written, `bytes` long) the MIDI events of
+  /// frames `start..<start + frames`, at their frames in the chunk; events that do not fit are
+  /// left out.
+  /// - Realtime: safe
+  @inline(__always)
+  private func writeMidi(
+    _ events: MidiEvents, into buffer: UnsafeMutableRawPointer, bytes: Int, from start: Int, frames: Int
+  ) {
+    var used = 16  // the sequence header
+    for e in 0..<events.count {
+      let frame = Int(events.frame(e))
+      guard frame >= start else { continue }
+      guard frame < start + frames else { break }
+      let data = events.data(e)
+      let size = 16 + ((data.count + 7) & ~7)  // LV2_Atom_Event (time, atom header), then padded
+      guard used + size <= bytes, let source = data.baseAddress else { break }
+      let event = buffer + used
+      event.storeBytes(of: Int64(frame - start), as: Int64.self)
+      event.storeBytes(of: UInt32(data.count), toByteOffset: 8, as: UInt32.self)
+      event.storeBytes(of: midiEventType, toByteOffset: 12, as: UInt32.self)
+      (event + 16).copyMemory(from: source, byteCount: data.count)
+      used += size
+    }
+    buffer.storeBytes(of: UInt32(used - 8), as: UInt32.self)  // the body: unit, pad, events
+  }
+
   /// Gives the plugin this block's audio: its ports connected to the block's own buffers when it
   /// works in place, else copies into its buffers; a mono-in plugin of two channels gets their
   /// mean.
@@ -116,6 +158,7 @@ extension PluginStage {
   private func connectAudio(_ block: StereoBlock) {
     let rt = self.rt
     let frames = block.frames
+    if rt.instrument { return }  // no input; its output stays in its own buffers
     if rt.inputRight == nil && !rt.copiesLeftToRight {
       let mono = rt.inputLeft
       for f in 0..<frames {

@@ -18,6 +18,9 @@ public struct PluginDescription: Sendable, Equatable {
   /// the preset.
   public var statePath: String?
   public var bypassed: Bool
+  /// Whether the plugin gets the MIDI that reaches `midi_in` (when it has a MIDI input):
+  /// the preset entry's `"midi"`, default true.
+  public var midi = true
   /// The built-in unit to run instead when the plugin cannot be made (an `automatic` mode's
   /// choice; nil: the stage is left out).
   public var fallback: StageDescription?
@@ -75,11 +78,16 @@ public final class PluginStage: UnitStageBase, ChainStage, @unchecked Sendable {
     /// The control smoothing coefficient for blocks of `smoothingFrames` (recomputed on change).
     var smoothingAlpha: Float = 1
     var smoothingFrames = 0
+    /// The chain's MIDI events (`attach(midi:)`), for a stage that takes MIDI.
+    var midi: Unmanaged<MidiEvents>?
   }
   let live: UnsafeMutablePointer<LiveState>
   let bypassStep: Float
   let sequenceType: UInt32
   let chunkType: UInt32
+  let midiEventType: UInt32
+  /// Whether the plugin takes MIDI and its entry lets it have it.
+  let takesMidi: Bool
   /// The same storage as flat pointers, for the audio thread (no array access, no retains).
   let rt: RealtimeView
   let world: LV2World
@@ -99,6 +107,8 @@ public final class PluginStage: UnitStageBase, ChainStage, @unchecked Sendable {
     sampleRate = settings.sampleRate
     sequenceType = world.urids.map(URI.atomSequence)
     chunkType = world.urids.map(URI.atomChunk)
+    midiEventType = world.urids.map(URI.midiEvent)
+    takesMidi = description.midi && info.takesMidi
     controlInputs = inputs.map(\.index)
     controlOutputs = info.ports.filter { $0.kind == .control && !$0.isInput }.map(\.index)
 
@@ -143,8 +153,10 @@ public final class PluginStage: UnitStageBase, ChainStage, @unchecked Sendable {
     rt = RealtimeView(
       instances: made.instances, workers: made.activate(), controls: made.controls, audioIn: made.audioIn,
       audioOut: made.audioOut, audioInPorts: made.audioInPorts, audioOutPorts: made.audioOutPorts,
-      inPlace: !info.requiredFeatures.contains(URI.inPlaceBroken), copiesLeftToRight: sharesInstance,
-      atomIn: made.atomIn, atomOut: made.atomOut, controlInputs: controlInputs, controlOutputs: controlOutputs
+      inPlace: !info.requiredFeatures.contains(URI.inPlaceBroken) && !info.isInstrument,
+      copiesLeftToRight: sharesInstance,
+      atomIn: made.atomIn, atomInMidi: made.atomInMidi, atomOut: made.atomOut, controlInputs: controlInputs,
+      controlOutputs: controlOutputs
     )
   }
 
@@ -267,6 +279,14 @@ public final class PluginStage: UnitStageBase, ChainStage, @unchecked Sendable {
 
   /// A plugin runs over the whole block: it may need the host's period.
   public override var takesWholeBlock: Bool { true }
+
+  /// Whether the plugin gets the chain's MIDI (it has a MIDI input and its entry allows it).
+  public override var wantsMidi: Bool { takesMidi }
+
+  /// Keeps the chain's MIDI events, read at each run. Off the audio thread, before the chain runs.
+  public override func attach(midi: MidiEvents) {
+    live.pointee.midi = Unmanaged.passUnretained(midi)
+  }
 
   /// Runs the plugin over the block in place (`processBlock`, in PluginStage+Process.swift).
   /// - Realtime: safe

@@ -25,6 +25,8 @@ enum URI {
   static let atomBool = atom + "Bool"
   static let atomPath = atom + "Path"
   static let atomURID = atom + "URID"
+  static let atomSupports = atom + "supports"
+  static let midiEvent = "http://lv2plug.in/ns/ext/midi#MidiEvent"
   static let urid = "http://lv2plug.in/ns/ext/urid#"
   static let uridMap = urid + "map"
   static let uridUnmap = urid + "unmap"

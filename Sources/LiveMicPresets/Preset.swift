@@ -309,7 +309,8 @@ extension Preset {
   {
     let object = entry.object ?? [:]
     try checkKeys(
-      object, allowed: ["lv2", "id", "bypass", "params", "preset", "state"], prefix: key + ".", path: path)
+      object, allowed: ["lv2", "id", "bypass", "params", "preset", "state", "midi"], prefix: key + ".",
+      path: path)
     var statePath: String?
     if let st = object["state"] {
       guard let text = st.string, !text.isEmpty else {
@@ -347,6 +348,13 @@ extension Preset {
     }
     var description = PluginDescription(id: id, uri: uri, values: values, preset: preset, bypassed: bypassed)
     description.statePath = statePath
+    if let m = object["midi"] {
+      guard let flag = m.bool else {
+        throw .invalid(
+          path: path, key: "\(key).midi", reason: "expected true or false (whether the plugin gets MIDI)")
+      }
+      description.midi = flag
+    }
     return .plugin(description)
   }
 

@@ -66,6 +66,7 @@ public enum PresetWriter {
           "lv2": .string(d.uri), "id": .string(d.id), "bypass": .bool((value("\(d.id).bypass") ?? 0) >= 0.5),
           "params": .object(params),
         ]
+        if !d.midi { object["midi"] = .bool(false) }
         if stage.hasState {
           let directory = folder + "/\(name).state/\(d.id)"
           do { _ = try stage.saveState(to: directory) } catch { throw PresetWriteError(error.description) }

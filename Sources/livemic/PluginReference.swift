@@ -43,7 +43,8 @@ public enum PluginReference {
     text += "  audio:    \(p.audioInputs) in, \(p.audioOutputs) out"
     text +=
       p.instancesOnStereoChain == 2
-      ? " (runs as two instances on the stereo chain, one on a mono input)\n" : "\n"
+      ? " (runs as two instances on the stereo chain, one on a mono input)\n"
+      : p.isInstrument ? " (an instrument: its output is added to the chain's)\n" : "\n"
     text += "  hostable: " + (p.unsupportedReason.map { "no: \($0)" } ?? "yes") + "\n"
     text +=
       "  latency:  "
@@ -58,6 +59,7 @@ public enum PluginReference {
     for port in p.ports {
       let direction = port.isInput ? "in" : "out"
       text += "    \(port.index) \(port.symbol) (\(port.kind.rawValue) \(direction)) \"\(port.name)\""
+      if port.kind == .atom && port.supportsMidi { text += " [MIDI]" }
       if port.kind == .control {
         text += " range \(fmt(port.minimum)) to \(fmt(port.maximum)), default \(fmt(port.defaultValue))"
         if let unit = port.unit { text += " \(unit)" }
@@ -108,6 +110,7 @@ public enum PluginReference {
       port.scalePoints.map { ["label": .string($0.label), "value": JSONValue($0.value)] })
     object["enumeration"] = .bool(port.enumeration)
     object["reportsLatency"] = .bool(port.reportsLatency)
+    object["supportsMidi"] = .bool(port.supportsMidi)
     object["connectionOptional"] = .bool(port.connectionOptional)
     if let size = port.minimumSize { object["minimumSize"] = .int(size) }
     return .object(object)

@@ -68,6 +68,22 @@ import Testing
     #expect(chain.targets.value(volume.index) == 1)
   }
 
+  @Test("A mapped controller is consumed; notes, other channels and unmapped controllers pass on to plugins")
+  func consumedOrPassed() throws {
+    let chain = Self.chain()
+    let map = MidiMap()
+    let volume = try #require(chain.parameter("output.volume"))
+    map.bind(cc: 7, channel: 0, to: volume)
+    let apply = { (status: UInt8, d1: UInt8) in
+      map.apply(status: status, d1, 64, targets: chain.targets, count: chain.parameterCount)
+    }
+    #expect(apply(0xB0, 7) == .consumed)
+    #expect(apply(0xB1, 7) == .passed)  // channel 2: unmapped
+    #expect(apply(0xB0, 8) == .passed)
+    #expect(apply(0x90, 60) == .passed)  // a note on
+    #expect(apply(0xE0, 0) == .passed)  // pitch bend
+  }
+
   @Test("A binding for every channel, and clearing every binding")
   func allChannelsAndClear() throws {
     let chain = Self.chain()

@@ -59,27 +59,49 @@ public final class MidiMap: @unchecked Sendable {
 
   /// Applies the control changes in one cycle's MIDI buffer: each mapped CC sets its parameter
   /// to the controller's position scaled to the parameter's range (smoothed by the chain like
-  /// any change).
+  /// any change). Every event a mapping does not consume (notes, unmapped controllers, any
+  /// other message) is passed on, at its frame, to `events` and `alsoEvents` (the MIDI of the
+  /// running chain's plugins and of a chain fading out), when given.
   /// - Realtime: safe
   @inline(__always)
-  func apply(_ buffer: UnsafeMutableRawPointer, targets: ParameterTargets, count: Int) {
-    let events = jack_midi_get_event_count(buffer)
-    guard events > 0 else { return }
+  func apply(
+    _ buffer: UnsafeMutableRawPointer, targets: ParameterTargets, count: Int,
+    forwardingTo events: MidiEvents?,
+    _ alsoEvents: MidiEvents?
+  ) {
+    let total = jack_midi_get_event_count(buffer)
+    guard total > 0 else { return }
     var event = jack_midi_event_t()
-    for i in 0..<events {
-      guard jack_midi_event_get(&event, buffer, i) == 0, event.size >= 3, let data = event.buffer else {
+    for i in 0..<total {
+      guard jack_midi_event_get(&event, buffer, i) == 0, event.size > 0, let data = event.buffer else {
         continue
       }
-      apply(status: data[0], data[1], data[2], targets: targets, count: count)
+      if event.size == 3,
+        apply(status: data[0], data[1], data[2], targets: targets, count: count) == .consumed
+      {
+        continue
+      }
+      events?.append(frame: event.time, data: data, size: event.size)
+      alsoEvents?.append(frame: event.time, data: data, size: event.size)
     }
   }
 
+  /// What a mapping did with a message.
+  enum Outcome {
+    /// A mapped control change: it set its parameter and goes no further.
+    case consumed
+    /// Anything else: it goes on to the plugins that take MIDI.
+    case passed
+  }
+
   /// Applies one three-byte MIDI message: a control change (`0xBn cc value`) notes the moved
-  /// controller (MIDI learn) and, when mapped, sets its parameter; any other message is ignored.
+  /// controller (MIDI learn) and, when mapped, sets its parameter; any other message is left.
   /// - Realtime: safe
+  @discardableResult
   @inline(__always)
-  func apply(status: UInt8, _ data1: UInt8, _ data2: UInt8, targets: ParameterTargets, count: Int) {
-    guard status & 0xF0 == 0xB0 else { return }
+  func apply(status: UInt8, _ data1: UInt8, _ data2: UInt8, targets: ParameterTargets, count: Int) -> Outcome
+  {
+    guard status & 0xF0 == 0xB0 else { return .passed }
     let channel = Int(status & 0x0F)
     let cc = Int(data1 & 0x7F)
     let value = Float(data2 & 0x7F) / 127
@@ -87,9 +109,10 @@ public final class MidiMap: @unchecked Sendable {
     lastMoved.store((moved &+ 1) << 16 | UInt64(channel) << 8 | UInt64(cc), ordering: .relaxed)
     let binding = bindings[channel * 128 + cc].load(ordering: .acquiring)
     let parameter = Int(bitPattern: binding.first)
-    guard parameter >= 0 && parameter < count else { return }
+    guard parameter >= 0 && parameter < count else { return .passed }
     let lo = Float(bitPattern: UInt32(truncatingIfNeeded: binding.second >> 32))
     let hi = Float(bitPattern: UInt32(truncatingIfNeeded: binding.second))
     targets.set(parameter, lo + (hi - lo) * value)
+    return .consumed
   }
 }

@@ -174,8 +174,12 @@ public final class ProcessState: @unchecked Sendable {
       port.flatMap { jack_port_get_buffer($0, frames) }?.assumingMemoryBound(to: Float.self)
     }
     let inL = in1.assumingMemoryBound(to: Float.self)
-    // midi_in only while something reads it (`MidiMap.isListening`).
-    let midiBuffer = midi.isListening ? ports.midiIn.flatMap { jack_port_get_buffer($0, frames) } : nil
+    // midi_in only while something reads it: a mapping or a learn (`MidiMap.isListening`), or a
+    // plugin of the running chain (or of one fading out) that takes MIDI.
+    let listening =
+      midi.isListening || slot.current()._withUnsafeGuaranteedRef { $0.wantsMidi }
+      || cycle.pointee.fadingOut?._withUnsafeGuaranteedRef({ $0.wantsMidi }) ?? false
+    let midiBuffer = listening ? ports.midiIn.flatMap { jack_port_get_buffer($0, frames) } : nil
     let io = CycleBuffers(
       inputLeft: inL, inputRight: floats(ports.input2) ?? inL,
       outputLeft: out1.assumingMemoryBound(to: Float.self),
@@ -230,17 +234,16 @@ public final class ProcessState: @unchecked Sendable {
         slot.finishSwap(old)
       }
     }
+    // The chain of this cycle, loaded once (a swap above already happened); its MIDI (and a
+    // fading chain's) delivered before either runs.
+    let chain = slot.current()
+    deliverMidi(io.midi, to: chain, fadingOut: cycle.pointee.fadingOut)
     if let old = cycle.pointee.fadingOut {
       fadeLeft.update(from: left, count: n)  // the input as the chain gets it (input mute)
       fadeRight.update(from: right, count: n)
       old._withUnsafeGuaranteedRef {
         $0.process(left: fadeLeft, right: fadeRight, frames: n, inputSanitized: true)
       }
-    }
-    // The chain of this cycle, loaded once (a swap above already happened).
-    let chain = slot.current()
-    if let buffer = io.midi {
-      chain._withUnsafeGuaranteedRef { midi.apply(buffer, targets: $0.targets, count: $0.parameterCount) }
     }
     let metering = meters.isWanted  // once, so a cycle is metered whole or not at all
     if metering {
@@ -288,6 +291,25 @@ public final class ProcessState: @unchecked Sendable {
 }
 
 extension ProcessState {
+  /// The cycle's MIDI: mapped controllers set their parameters (`MidiMap`), and the rest goes to
+  /// the plugins of `chain` and of the chain fading out that take MIDI. A chain that takes MIDI
+  /// gets an empty list in a cycle without a MIDI buffer, never the last cycle's events.
+  /// - Realtime: safe
+  @inline(__always)
+  fileprivate func deliverMidi(
+    _ buffer: UnsafeMutableRawPointer?, to chain: Unmanaged<VoiceChain>, fadingOut old: Unmanaged<VoiceChain>?
+  ) {
+    chain._withUnsafeGuaranteedRef { current in
+      let events = current.wantsMidi ? current.midiEvents : nil
+      let oldEvents = old?._withUnsafeGuaranteedRef { $0.wantsMidi ? $0.midiEvents : nil }
+      events?.clear()
+      oldEvents?.clear()
+      guard let buffer else { return }
+      midi.apply(
+        buffer, targets: current.targets, count: current.parameterCount, forwardingTo: events, oldEvents)
+    }
+  }
+
   /// Moves the microphone's gain (before the chain) towards `goal`, linearly over
   /// `crossfadeSeconds` (the `input` mute mode).
   /// - Realtime: safe

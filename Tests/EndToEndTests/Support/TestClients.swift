@@ -83,14 +83,26 @@ final class TestClient: @unchecked Sendable {
 
   /// A MIDI output port (`midi_out`) when the client was made with `midi: true`.
   private var midiPort: OpaquePointer?
-  /// A control change waiting to be sent (status << 16 | cc << 8 | value), 0 for none.
-  private let pendingMidi = Atomic<UInt32>(0)
+  /// A three-byte message waiting to be sent: the frame offset in its cycle << 32 | status << 16 |
+  /// data 1 << 8 | data 2; 0 for none.
+  private let pendingMidi = Atomic<UInt64>(0)
+  /// The frame time at which the last message went out (its cycle's plus its offset).
+  private let sentMidiFrameTime = Atomic<UInt32>(0)
 
   /// Sends one control change from `midi_out` in the next cycle (channel 1–16).
   func sendControlChange(channel: Int, cc: Int, value: Int) {
-    let status = UInt32(0xB0 | (channel - 1))
-    pendingMidi.store(status << 16 | UInt32(cc) << 8 | UInt32(value), ordering: .releasing)
-    _ = waitUntil(seconds: 2) { pendingMidi.load(ordering: .acquiring) == 0 }
+    sendMidi(status: UInt8(0xB0 | (channel - 1)), UInt8(cc), UInt8(value))
+  }
+
+  /// Sends one three-byte message from `midi_out` in the next cycle, `offset` frames into it (less
+  /// than the period); returns the frame time it went out at, nil when it was not sent in 2 s.
+  @discardableResult
+  func sendMidi(status: UInt8, _ data1: UInt8, _ data2: UInt8, offset: Int = 0) -> UInt32? {
+    let message =
+      UInt64(offset) << 32 | UInt64(status) << 16 | UInt64(data1 & 0x7F) << 8 | UInt64(data2 & 0x7F)
+    pendingMidi.store(message, ordering: .releasing)
+    guard waitUntil(seconds: 2, { pendingMidi.load(ordering: .acquiring) == 0 }) else { return nil }
+    return sentMidiFrameTime.load(ordering: .acquiring)
   }
 
   /// Opens the client, registers its ports and, unless `activate` is false, activates it
@@ -187,12 +199,17 @@ final class TestClient: @unchecked Sendable {
     nextFrameTime = t &+ frames
     if let midiPort, let buffer = jack_port_get_buffer(midiPort, frames) {
       jack_midi_clear_buffer(buffer)
-      let message = pendingMidi.exchange(0, ordering: .acquiringAndReleasing)
+      // Cleared only once sent, so `sendMidi` reads this message's frame time (it waits for the
+      // clear before it sends another).
+      let message = pendingMidi.load(ordering: .acquiring)
       if message != 0 {
         midiBytes[0] = UInt8(message >> 16 & 0xFF)
         midiBytes[1] = UInt8(message >> 8 & 0x7F)
         midiBytes[2] = UInt8(message & 0x7F)
-        _ = jack_midi_event_write(buffer, 0, midiBytes, 3)
+        let offset = min(UInt32(truncatingIfNeeded: message >> 32), frames &- 1)
+        _ = jack_midi_event_write(buffer, offset, midiBytes, 3)
+        sentMidiFrameTime.store(t &+ offset, ordering: .releasing)
+        pendingMidi.store(0, ordering: .releasing)
       }
     }
     if let outputPort, let signal, let out = jack_port_get_buffer(outputPort, frames) {

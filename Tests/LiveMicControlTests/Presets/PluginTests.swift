@@ -322,10 +322,14 @@ struct LV2PresetTests {
       (#"{"lv2": ""}"#, "key 'chain[0].lv2': expected the plugin's URI"),
       (
         #"{"lv2": "urn:a", "gain": 1}"#,
-        "key 'chain[0].gain': unknown key (allowed: bypass, id, lv2, params, preset, state)"
+        "key 'chain[0].gain': unknown key (allowed: bypass, id, lv2, midi, params, preset, state)"
       ),
       (#"{"lv2": "urn:a", "id": 1}"#, "key 'chain[0].id': expected a string"),
       (#"{"lv2": "urn:a", "bypass": "yes"}"#, "key 'chain[0].bypass': expected true or false"),
+      (
+        #"{"lv2": "urn:a", "midi": 1}"#,
+        "key 'chain[0].midi': expected true or false (whether the plugin gets MIDI)"
+      ),
       (#"{"lv2": "urn:a", "preset": 2}"#, "key 'chain[0].preset': expected a preset URI or label"),
       (
         #"{"lv2": "urn:a", "params": [1]}"#,

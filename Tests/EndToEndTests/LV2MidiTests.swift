@@ -1,0 +1,143 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// MIDI from `midi_in` to LV2 plugins, on a real server: eg-midigate (lv2-examples) passes its
+/// audio only while a note is held, so the frame where the output starts and stops is the frame
+/// where the note-on and note-off arrived.
+extension EndToEnd {
+  @Suite("LV2 plugins get MIDI", .serialized)
+  struct LV2MidiTests {
+    static let gate = "http://lv2plug.in/plugins/eg-midigate"
+    static let signal = TestSignal.sine(frequencyHz: 500, amplitude: 0.2)
+
+    /// One take of a note: the frame times the note-on and note-off went out at, and the
+    /// recording over the note (frame times, the generator's signal, LiveMic's two outputs).
+    struct Played {
+      var on: UInt32
+      var off: UInt32
+      var times: [UInt32]
+      var direct: [Float]
+      var outputs: [[Float]]
+
+      /// The first frame time at or after `from` where output `c` is not 0.
+      func firstSound(_ c: Int, from: UInt32) -> UInt32? {
+        times.indices.first { Int32(bitPattern: times[$0] &- from) >= 0 && outputs[c][$0] != 0 }.map {
+          times[$0]
+        }
+      }
+      /// The largest magnitude of output `c` before frame time `t`.
+      func peak(_ c: Int, before t: UInt32) -> Float {
+        times.indices.filter { Int32(bitPattern: times[$0] &- t) < 0 }.map { abs(outputs[c][$0]) }.max() ?? 0
+      }
+    }
+
+    /// Starts LiveMic with a preset of one chain `entry`, sends a note-on `onOffset` frames into
+    /// one cycle and a note-off `offOffset` frames into a later one from a JACK MIDI client, and
+    /// records both outputs over the note. A take the server spoilt (a gap, an xrun, the
+    /// generator off, a cycle LiveMic missed) is taken again, note and all.
+    static func play(
+      entry: String, signal: TestSignal, onOffset: Int, offOffset: Int, counters: URL
+    ) throws -> Played {
+      let preset = try LV2Tests.presetFile(entry)
+      defer { try? FileManager.default.removeItem(at: preset.deletingLastPathComponent()) }
+      let rig = try LiveAudioTests.rig(["-p", preset.path], signal: signal, guardOutput: counters)
+      defer { LV2Tests.finish(rig) }
+      let (_, _, capture, livemic) = rig
+      #expect(!livemic.log.contains("left out"), "\(livemic.log)")
+      let keys = try TestClient(
+        name: "lmkeys", server: rig.0.name, signal: nil, captureChannels: 0, midi: true)
+      defer { keys.close() }
+      try keys.connect("lmkeys:midi_out", "lmclient:midi_in")
+      usleep(1_300_000)  // the start ramp
+      let witness = Witness(
+        capture: capture, generators: [(0, signal)],
+        missedCycles: { Witness.missedCycles(client: "lmclient", environment: [:]) })
+      let (on, off, start, end) = try retaking("a note through a plugin") {
+        let mark = witness.mark()
+        try capture.record(frames: 2400)
+        guard let on = keys.sendMidi(status: 0x90, 60, 100, offset: onOffset) else {
+          throw HarnessError("the MIDI client did not send the note-on")
+        }
+        try capture.record(frames: 4800)
+        guard let off = keys.sendMidi(status: 0x80, 60, 0, offset: offOffset) else {
+          throw HarnessError("the MIDI client did not send the note-off")
+        }
+        try capture.record(frames: 4800)
+        let end = capture.frameCount
+        return Take((on, off, mark.frame, end), spoilt: witness.evidence(since: mark, to: end))
+      }
+      let direct = capture.recording(channel: 0, from: start, to: end)
+      return Played(
+        on: on, off: off, times: direct.times, direct: direct.samples,
+        outputs: [1, 2].map { capture.recording(channel: $0, from: start, to: end).samples })
+    }
+
+    static let period = UInt32(JackServer.takePeriod)
+
+    @Test("a synth (MDA ePiano, 0 in → 2 out) sounds from the note-on's own frame, silent before it")
+    func synthSoundsAtTheNotesFrame() throws {
+      let folder = Paths.temporaryFolder("lv2midi")
+      defer { try? FileManager.default.removeItem(at: folder) }
+      let counters = folder.appendingPathComponent("rtguard.txt")
+      let played = try Self.play(
+        entry: #"{"lv2": "http://drobilla.net/plugins/mda/EPiano", "id": "synth"}"#,
+        signal: .sine(frequencyHz: 500, amplitude: 0), onOffset: 37, offOffset: 0, counters: counters)
+      for c in 0..<2 {
+        #expect(played.peak(c, before: played.on) == 0, "output \(c + 1) sounded before the note")
+        let first = played.firstSound(c, from: played.times.first ?? 0)
+        #expect(
+          first == played.on,
+          "output \(c + 1) first sounded at \(String(describing: first)), note at \(played.on)")
+        let during = played.times.indices.filter {
+          Int32(bitPattern: played.times[$0] &- played.on) >= 0
+            && Int32(bitPattern: played.times[$0] &- played.off) < 0
+        }
+        #expect(
+          rms(during.map { played.outputs[c][$0] }[...]) > 0.01, "output \(c + 1) is too quiet under the note"
+        )
+      }
+      LV2Tests.measured(
+        "MDA ePiano: note-on at frame \(played.on) (37 into its cycle); first sound at "
+          + "\(String(describing: played.firstSound(0, from: played.times.first ?? 0)))")
+      RealtimeGuard.expectNothingCounted(counters)
+    }
+
+    /// eg-midigate passes its input while a note is held. Its `run` counts an event's note before
+    /// it writes the frames up to the event (lv2's midigate.c), so a cycle's gate changes at the
+    /// start of the cycle the note came in: the cycle is what this test can see through it.
+    @Test(
+      "eg-midigate (MIDI in, mono, two instances) opens in the note-on's cycle and closes in the note-off's")
+    func gateFollowsNotes() throws {
+      let folder = Paths.temporaryFolder("lv2midi")
+      defer { try? FileManager.default.removeItem(at: folder) }
+      let counters = folder.appendingPathComponent("rtguard.txt")
+      let played = try Self.play(
+        entry: #"{"lv2": "\#(Self.gate)", "id": "gate"}"#, signal: Self.signal, onOffset: 37, offOffset: 101,
+        counters: counters)
+      let (onCycle, offCycle) = (played.on - 37, played.off - 101)
+      for c in 0..<2 {
+        var worst: Float = 0
+        for i in played.times.indices {
+          let t = played.times[i]
+          let open = Int32(bitPattern: t &- onCycle) >= 0 && Int32(bitPattern: t &- offCycle) < 0
+          worst = max(worst, abs(played.outputs[c][i] - (open ? played.direct[i] : 0)))
+        }
+        #expect(worst < 1e-6, "output \(c + 1) differs from the input gated by the note's cycles by \(worst)")
+      }
+      RealtimeGuard.expectNothingCounted(counters)
+    }
+
+    @Test("\"midi\": false keeps MIDI from a plugin: eg-midigate stays closed through a note")
+    func midiFalseKeepsTheGateShut() throws {
+      let folder = Paths.temporaryFolder("lv2midi")
+      defer { try? FileManager.default.removeItem(at: folder) }
+      let counters = folder.appendingPathComponent("rtguard.txt")
+      let played = try Self.play(
+        entry: #"{"lv2": "\#(Self.gate)", "id": "gate", "midi": false}"#, signal: Self.signal, onOffset: 0,
+        offOffset: 0, counters: counters)
+      #expect(played.outputs.allSatisfy { $0.allSatisfy { $0 == 0 } }, "the gate opened without MIDI")
+      RealtimeGuard.expectNothingCounted(counters)
+    }
+  }
+}
