@@ -41,6 +41,9 @@ struct RealtimeView {
   let controlInputCount: Int
   let controlOutputs: UnsafeMutablePointer<Int>
   let controlOutputCount: Int
+  /// Whether the stage publishes a right instance's control outputs (a mono plugin on the
+  /// stereo chain, also while one instance serves both channels).
+  let hasRightOutputs: Bool
 
   init(
     instances: [UnsafeMutablePointer<LilvInstance>], workers: [PluginWorker?],
@@ -49,8 +52,9 @@ struct RealtimeView {
     audioInPorts: [[UInt32]], audioOutPorts: [[UInt32]], inPlace: Bool, copiesLeftToRight: Bool,
     atomIn: [[(UnsafeMutableRawPointer, Int)]], atomInMidi: [[Bool]],
     atomOut: [[(UnsafeMutableRawPointer, Int)]],
-    controlInputs inputs: [Int], controlOutputs outputs: [Int]
+    controlInputs inputs: [Int], controlOutputs outputs: [Int], rightOutputs: Bool
   ) {
+    hasRightOutputs = rightOutputs
     let two = instances.count == 2
     instance0 = instances[0]
     instance1 = two ? instances[1] : nil

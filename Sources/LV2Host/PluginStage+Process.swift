@@ -117,10 +117,17 @@ extension PluginStage {
         step: bypassStep)
     }
 
-    // Control outputs of the first instance become the read-only parameters.
+    // Control outputs become read-only parameters: the first instance's, then the right one's.
     let outputsFirst = first &+ rt.controlInputCount &+ 1
     for j in 0..<rt.controlOutputCount {
       targets.set(outputsFirst &+ j, rt.controls0[rt.controlOutputs[j]])
+    }
+    if rt.hasRightOutputs {
+      let right = rt.controls1 ?? rt.controls0  // one instance serving both channels
+      let rightFirst = outputsFirst &+ rt.controlOutputCount
+      for j in 0..<rt.controlOutputCount {
+        targets.set(rightFirst &+ j, right[rt.controlOutputs[j]])
+      }
     }
   }
 

@@ -44,7 +44,9 @@ public final class PluginStage: UnitStageBase, ChainStage, @unchecked Sendable {
   public let id: String
   public let info: PluginInfo
   /// The parameters this stage adds to the chain, in order: control inputs, `bypass`, then
-  /// control outputs (read-only).
+  /// control outputs (read-only): the (left) instance's, then, for a mono plugin on the stereo
+  /// chain, the right instance's as `SYMBOL_right` (the left's again while one instance serves
+  /// both channels).
   public let parameterSpecs: [(ParameterSpec, Float)]
   /// Set by `ChainAssembly` through `bind(firstParameter:)`.
   var firstParameter: Int { live.pointee.firstParameter }
@@ -142,6 +144,10 @@ public final class PluginStage: UnitStageBase, ChainStage, @unchecked Sendable {
     }
     specs.append((BuiltinUnits.bypassParameter, description.bypassed ? 1 : 0))
     specs += controlOutputs.map { Self.outputSpec(for: info.ports[$0]) }
+    // A mono plugin on the stereo chain: the right instance's outputs too, as SYMBOL_right.
+    if info.instancesOnStereoChain == 2 {
+      specs += controlOutputs.map { Self.outputSpec(for: info.ports[$0], suffix: "_right") }
+    }
     parameterSpecs = specs
     live = .allocate(capacity: 1)
     live.initialize(to: LiveState(bypassMix: description.bypassed ? 1 : 0))
@@ -156,7 +162,7 @@ public final class PluginStage: UnitStageBase, ChainStage, @unchecked Sendable {
       inPlace: !info.requiredFeatures.contains(URI.inPlaceBroken) && !info.isInstrument,
       copiesLeftToRight: sharesInstance,
       atomIn: made.atomIn, atomInMidi: made.atomInMidi, atomOut: made.atomOut, controlInputs: controlInputs,
-      controlOutputs: controlOutputs
+      controlOutputs: controlOutputs, rightOutputs: info.instancesOnStereoChain == 2
     )
   }
 
@@ -236,10 +242,11 @@ public final class PluginStage: UnitStageBase, ChainStage, @unchecked Sendable {
   }
 
   /// The read-only chain parameter for a control output port.
-  private static func outputSpec(for port: PortInfo) -> (ParameterSpec, Float) {
+  private static func outputSpec(for port: PortInfo, suffix: String = "") -> (ParameterSpec, Float) {
     (
       ParameterSpec(
-        port.symbol, unit: port.unit ?? "", range: port.minimum...port.maximum, default: port.defaultValue,
+        port.symbol + suffix, unit: port.unit ?? "", range: port.minimum...port.maximum,
+        default: port.defaultValue,
         kind: .output, "Reported by the plugin: \(port.name)."),
       port.defaultValue
     )

@@ -267,6 +267,26 @@ struct PluginTests {
     #expect(other.parameter("dr.dr1")?.spec.kind == .output)
   }
 
+  @Test(
+    "a mono plugin run as two instances shows both instances' control outputs, the right's as SYMBOL_right")
+  func bothInstancesOutputs() throws {
+    let built = try Installed.build([Installed.plugin("dpl", "http://gareus.org/oss/lv2/dpl#mono")])
+    let chain = built.chain
+    #expect(built.plugins.first?.instances.count == 2)
+    let keys = chain.parameters.map(\.key)
+    #expect(
+      keys.suffix(4) == ["dpl.level", "dpl.latency", "dpl.level_right", "dpl.latency_right"], "\(keys)")
+    #expect(chain.parameter("dpl.level_right")?.spec.kind == .output)
+    // Left loud (limited), right quiet: each instance's reduction is its own.
+    var (left, right) = (
+      Installed.noise(48000, seed: 1).map { $0 * 1.9 }, Installed.noise(48000, seed: 2).map { $0 * 0.01 }
+    )
+    Installed.process(chain, &left, &right)
+    let (l, r) = (Installed.value(chain, "dpl.level") ?? 0, Installed.value(chain, "dpl.level_right") ?? 0)
+    print("[measured] dpl#mono: level \(l) (left, loud), level_right \(r) (right, quiet)")
+    #expect(l != r, "both instances report \(l)")
+  }
+
   @Test("worker + state: zeroconvolv's preset IR is loaded through the worker, then the signal passes")
   func workerDeliversImpulseResponse() throws {
     let built = try Installed.build([Installed.plugin("zc", Installed.zeroconvolv, preset: "No-OP Mono")])
