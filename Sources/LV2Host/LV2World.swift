@@ -96,10 +96,33 @@ public final class LV2World: @unchecked Sendable {
     }
     return PluginInfo(
       uri: uri, name: string(nameNode) ?? uri, className: className, audioInputs: audioIn,
-      audioOutputs: audioOut, ports: ports, presets: presets(p), requiredFeatures: required,
-      optionalFeatures: optional,
+      audioOutputs: audioOut, ports: ports, presets: presets(p), properties: properties(p),
+      requiredFeatures: required, optionalFeatures: optional,
       latencyPort: lilv_plugin_has_latency(p) ? Int(lilv_plugin_get_latency_port_index(p)) : nil,
       unsupportedReason: reason)
+  }
+
+  /// The plugin's `patch:writable` and `patch:readable` properties (a readable one that is also
+  /// writable is listed once), each with its label and range.
+  private func properties(_ p: OpaquePointer) -> [PropertyInfo] {
+    var result: [PropertyInfo] = []
+    for (predicate, writable) in [(URI.patchWritable, true), (URI.patchReadable, false)] {
+      for uri in strings(lilv_world_find_nodes(world, lilv_plugin_get_uri(p), node(predicate), nil))
+      where !result.contains(where: { $0.uri == uri }) {
+        let subject = node(uri)
+        func value(_ predicate: String) -> String? {
+          guard let n = lilv_world_get(world, subject, node(predicate), nil) else { return nil }
+          defer { lilv_node_free(n) }
+          return string(n)
+        }
+        let name = uri.split(whereSeparator: { $0 == "#" || $0 == "/" }).last.map(String.init) ?? uri
+        result.append(
+          PropertyInfo(
+            uri: uri, name: name, label: value(URI.rdfsLabel) ?? name, range: value(URI.rdfsRange) ?? "",
+            writable: writable))
+      }
+    }
+    return result.sorted { $0.name < $1.name }
   }
 
   private func portInfo(
@@ -143,10 +166,15 @@ public final class LV2World: @unchecked Sendable {
       minimumSize = Int(lilv_node_as_int(size))
       lilv_node_free(size)
     }
-    var supportsMidi = false
+    var (supportsMidi, takesMessages) = (false, false)
     if kind == .atom, let supports = lilv_port_get_value(p, port, node(URI.atomSupports)) {
       supportsMidi = lilv_nodes_contains(supports, node(URI.midiEvent))
+      takesMessages = lilv_nodes_contains(supports, node(URI.patchMessage))
       lilv_nodes_free(supports)
+    }
+    if kind == .atom, let designation = lilv_port_get(p, port, node(URI.designation)) {
+      takesMessages = takesMessages || string(designation) == URI.lv2Control
+      lilv_node_free(designation)
     }
     let toggled = has(URI.toggled)
     var lo = min.isNaN ? 0 : min
@@ -160,7 +188,8 @@ public final class LV2World: @unchecked Sendable {
       defaultValue: d, unit: unit, toggled: toggled, integer: has(URI.integer),
       logarithmic: has(URI.logarithmic),
       scalePoints: points, enumeration: has(URI.enumeration), reportsLatency: latency,
-      connectionOptional: has(URI.connectionOptional), minimumSize: minimumSize, supportsMidi: supportsMidi)
+      connectionOptional: has(URI.connectionOptional), minimumSize: minimumSize, supportsMidi: supportsMidi,
+      takesMessages: takesMessages && isA(URI.inputPort))
   }
 
   private func presets(_ p: OpaquePointer) -> [PresetInfo] {

@@ -9,6 +9,8 @@ public enum PluginError: CodedError, Equatable {
   case unknownControl(id: String, symbol: String, known: [String])
   case outOfRange(id: String, symbol: String, value: Float, range: ClosedRange<Float>)
   case unreadableState(path: String)
+  case unknownProperty(id: String, name: String, known: [String])
+  case badPropertyValue(id: String, name: String, reason: String)
 
   public var description: String {
     switch self {
@@ -25,6 +27,11 @@ public enum PluginError: CodedError, Equatable {
       return "stage '\(id)' has no control '\(symbol)' (it has: \(known.joined(separator: ", ")))"
     case .unreadableState(let path):
       return "the plugin state '\(path)' cannot be read or written"
+    case .unknownProperty(let id, let name, let known):
+      return "stage '\(id)' has no property '\(name)' to set"
+        + (known.isEmpty ? " (it takes none)" : " (it takes: \(known.joined(separator: ", ")))")
+    case .badPropertyValue(let id, let name, let reason):
+      return "the property '\(id).\(name)' \(reason)"
     case .outOfRange(let id, let symbol, let value, let range):
       return "\(Self.format(value)) is outside the range of '\(id).\(symbol)' "
         + "(\(Self.format(range.lowerBound)) to \(Self.format(range.upperBound)))"
@@ -40,6 +47,8 @@ public enum PluginError: CodedError, Equatable {
     case .unknownControl: return "plugin.unknown-control"
     case .outOfRange: return "plugin.out-of-range"
     case .unreadableState: return "plugin.unreadable-state"
+    case .unknownProperty: return "plugin.unknown-property"
+    case .badPropertyValue: return "plugin.bad-property-value"
     }
   }
 

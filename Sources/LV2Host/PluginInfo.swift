@@ -30,11 +30,28 @@ public struct PortInfo: Sendable, Codable, Equatable {
   public var minimumSize: Int?
   /// An atom port that takes or gives MIDI events (`atom:supports midi:MidiEvent`).
   public var supportsMidi: Bool = false
+  /// An atom input that takes messages (`lv2:designation lv2:control`, or `atom:supports
+  /// patch:Message`): where `patch:Set` and `patch:Get` go.
+  public var takesMessages: Bool = false
 
   public struct ScalePoint: Sendable, Codable, Equatable {
     public var label: String
     public var value: Float
   }
+}
+
+/// A property a plugin lets the host set with `patch:Set` messages (`patch:writable`) or
+/// reports (`patch:readable`): a file to load, a string, a number.
+///
+/// Thread: any (value type).
+public struct PropertyInfo: Sendable, Codable, Equatable {
+  public var uri: String
+  /// The short name in parameter keys (`ID.NAME`): the URI's fragment or last path part.
+  public var name: String
+  public var label: String
+  /// The value's atom type (`rdfs:range`): `atom:Path`, `atom:String`, `atom:Float`, …
+  public var range: String
+  public var writable: Bool
 }
 
 /// An LV2 preset of a plugin.
@@ -54,6 +71,8 @@ public struct PluginInfo: Sendable, Codable, Equatable {
   public var audioOutputs: Int
   public var ports: [PortInfo]
   public var presets: [PresetInfo]
+  /// The properties set and read through messages (`patch:writable`, `patch:readable`).
+  public var properties: [PropertyInfo] = []
   public var requiredFeatures: [String]
   public var optionalFeatures: [String]
   /// Index of the latency-reporting control output, if any.

@@ -16,8 +16,10 @@ struct PluginInstances {
   /// Per instance: atom input / output port buffers and their byte capacities.
   var atomIn: [[(UnsafeMutableRawPointer, Int)]] = []
   var atomOut: [[(UnsafeMutableRawPointer, Int)]] = []
-  /// Per instance, per atom input: whether it takes MIDI (`PortInfo.supportsMidi`).
+  /// Per instance, per atom input: whether it takes MIDI (`PortInfo.supportsMidi`) and
+  /// messages (`PortInfo.takesMessages`).
   var atomInMidi: [[Bool]] = []
+  var atomInMessages: [[Bool]] = []
   /// CV buffers: silent in, ignored out.
   var other: [UnsafeMutablePointer<Float>] = []
 
@@ -53,6 +55,7 @@ struct PluginInstances {
     var aIn: [(UnsafeMutableRawPointer, Int)] = []
     var aOut: [(UnsafeMutableRawPointer, Int)] = []
     var aInMidi: [Bool] = []
+    var aInMessages: [Bool] = []
     for port in ports {
       let index = UInt32(port.index)
       switch port.kind {
@@ -79,6 +82,7 @@ struct PluginInstances {
         if port.isInput {
           aIn.append((buffer, bytes))
           aInMidi.append(port.supportsMidi)
+          aInMessages.append(port.takesMessages)
         } else {
           aOut.append((buffer, bytes))
         }
@@ -95,6 +99,7 @@ struct PluginInstances {
     atomIn.append(aIn)
     atomOut.append(aOut)
     atomInMidi.append(aInMidi)
+    atomInMessages.append(aInMessages)
   }
 
   /// Starts a worker for each instance that has the worker interface, then activates every

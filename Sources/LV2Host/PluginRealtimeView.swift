@@ -34,9 +34,12 @@ struct RealtimeView {
   /// Every instance's atom inputs (buffer, byte capacity), and whether each takes MIDI.
   let atomInputs: UnsafeMutablePointer<(UnsafeMutableRawPointer, Int)>
   let atomInputMidi: UnsafeMutablePointer<Bool>
+  let atomInputMessages: UnsafeMutablePointer<Bool>
   let atomInputCount: Int
   let atomOutputs: UnsafeMutablePointer<(UnsafeMutableRawPointer, Int)>
   let atomOutputCount: Int
+  /// How many of `atomOutputs` are the first instance's (the ones whose messages are read).
+  let firstInstanceAtomOutputCount: Int
   let controlInputs: UnsafeMutablePointer<Int>
   let controlInputCount: Int
   let controlOutputs: UnsafeMutablePointer<Int>
@@ -50,7 +53,7 @@ struct RealtimeView {
     controls: [UnsafeMutablePointer<Float>],
     audioIn: [[UnsafeMutablePointer<Float>]], audioOut: [[UnsafeMutablePointer<Float>]],
     audioInPorts: [[UInt32]], audioOutPorts: [[UInt32]], inPlace: Bool, copiesLeftToRight: Bool,
-    atomIn: [[(UnsafeMutableRawPointer, Int)]], atomInMidi: [[Bool]],
+    atomIn: [[(UnsafeMutableRawPointer, Int)]], atomInMidi: [[Bool]], atomInMessages: [[Bool]],
     atomOut: [[(UnsafeMutableRawPointer, Int)]],
     controlInputs inputs: [Int], controlOutputs outputs: [Int], rightOutputs: Bool
   ) {
@@ -92,14 +95,18 @@ struct RealtimeView {
     }
     let ins = atomIn.flatMap { $0 }
     let midi = atomInMidi.flatMap { $0 }
+    let messages = atomInMessages.flatMap { $0 }
+    atomInputMessages = .allocate(capacity: max(ins.count, 1))
     atomInputCount = ins.count
     atomInputs = .allocate(capacity: max(ins.count, 1))
     atomInputMidi = .allocate(capacity: max(ins.count, 1))
     for (i, p) in ins.enumerated() {
       (atomInputs + i).initialize(to: p)
       atomInputMidi[i] = midi[i]
+      atomInputMessages[i] = messages[i]
     }
     let outs = atomOut.flatMap { $0 }
+    firstInstanceAtomOutputCount = atomOut.first?.count ?? 0
     atomOutputCount = outs.count
     atomOutputs = .allocate(capacity: max(outs.count, 1))
     for (i, p) in outs.enumerated() { (atomOutputs + i).initialize(to: p) }
@@ -114,6 +121,7 @@ struct RealtimeView {
   func deallocate() {
     atomInputs.deallocate()
     atomInputMidi.deallocate()
+    atomInputMessages.deallocate()
     atomOutputs.deallocate()
     controlInputs.deallocate()
     controlOutputs.deallocate()

@@ -60,20 +60,26 @@ extension PluginStage {
       dryRight.update(from: block.right, count: frames)
     }
 
-    // Atom ports: the chunk's MIDI (or an empty sequence) in, a whole buffer offered out.
+    // Atom ports: waiting messages (at the block's first frame) and the chunk's MIDI, or an
+    // empty sequence, in; a whole buffer offered out.
     let midi = live.pointee.midi
+    let messageBytes = start == 0 ? gatherMessages() : 0
     for i in 0..<rt.atomInputCount {
       let (buffer, bytes) = rt.atomInputs[i]
       let atom = buffer.assumingMemoryBound(to: UInt32.self)
-      atom[0] = 8  // sizeof(LV2_Atom_Sequence_Body)
       atom[1] = sequenceType
       atom[2] = 0  // unit: frames
       atom[3] = 0  // pad
+      var used = 16
+      if messageBytes > 0 && rt.atomInputMessages[i] {
+        writeMessages(messageBytes, into: buffer, bytes: bytes, used: &used)
+      }
       if rt.atomInputMidi[i], let midi {
         midi._withUnsafeGuaranteedRef {
-          writeMidi($0, into: buffer, bytes: bytes, from: start, frames: frames)
+          writeMidi($0, into: buffer, bytes: bytes, used: &used, from: start, frames: frames)
         }
       }
+      atom[0] = UInt32(used - 8)  // the body: unit, pad, events
     }
     for i in 0..<rt.atomOutputCount {
       let (buffer, bytes) = rt.atomOutputs[i]
@@ -90,6 +96,7 @@ extension PluginStage {
       lilv_instance_run(instance1, UInt32(frames))
       rt.worker1?._withUnsafeGuaranteedRef { $0.deliverResponses() }
     }
+    if rt.firstInstanceAtomOutputCount > 0 { collectMessages() }
     if latencyPort >= 0 { reportedLatency.store(rt.controls0[latencyPort].bitPattern, ordering: .relaxed) }
     if rt.instrument {
       for f in 0..<frames {
@@ -131,15 +138,15 @@ extension PluginStage {
     }
   }
 
-  /// Appends to the sequence in `buffer` (its header written, `bytes` long) the MIDI events of
+  /// Appends to the sequence in `buffer` (`bytes` long, `used` of them filled) the MIDI events of
   /// frames `start..<start + frames`, at their frames in the chunk; events that do not fit are
   /// left out.
   /// - Realtime: safe
   @inline(__always)
   private func writeMidi(
-    _ events: MidiEvents, into buffer: UnsafeMutableRawPointer, bytes: Int, from start: Int, frames: Int
+    _ events: MidiEvents, into buffer: UnsafeMutableRawPointer, bytes: Int, used: inout Int, from start: Int,
+    frames: Int
   ) {
-    var used = 16  // the sequence header
     for e in 0..<events.count {
       let frame = Int(events.frame(e))
       guard frame >= start else { continue }
@@ -154,7 +161,65 @@ extension PluginStage {
       (event + 16).copyMemory(from: source, byteCount: data.count)
       used += size
     }
-    buffer.storeBytes(of: UInt32(used - 8), as: UInt32.self)  // the body: unit, pad, events
+  }
+
+  /// Moves the messages waiting for the plugin (`setProperty`, `requestProperties`) from their
+  /// ring into the scratch buffer, each 8-byte aligned, as many as fit; returns the bytes used.
+  /// - Realtime: safe
+  @inline(__always)
+  private func gatherMessages() -> Int {
+    let ring = messages.incoming
+    let scratch = messages.scratch
+    var used = 0
+    while used + PluginMessages.maxMessageBytes <= PluginMessages.scratchBytes,
+      let size = ring.read(into: scratch + used)
+    {
+      used += (Int(size) + 7) & ~7
+    }
+    return used
+  }
+
+  /// Appends the gathered messages (`messageBytes` of the scratch buffer) to the sequence in
+  /// `buffer` as events at frame 0; a message that does not fit is left out.
+  /// - Realtime: safe
+  @inline(__always)
+  private func writeMessages(
+    _ messageBytes: Int, into buffer: UnsafeMutableRawPointer, bytes: Int, used: inout Int
+  ) {
+    let scratch = messages.scratch
+    var offset = 0
+    while offset + 8 <= messageBytes {
+      let atomBytes = 8 + Int(scratch.load(fromByteOffset: offset, as: UInt32.self))
+      let padded = (atomBytes + 7) & ~7
+      guard used + 8 + padded <= bytes else { return }
+      (buffer + used).storeBytes(of: Int64(0), as: Int64.self)
+      (buffer + used + 8).copyMemory(from: scratch + offset, byteCount: atomBytes)
+      used += 8 + padded
+      offset += padded
+    }
+  }
+
+  /// Passes the objects (messages) the first instance wrote on its atom outputs this run to the
+  /// supervisor's ring (`propertyValues`); what does not fit is dropped.
+  /// - Realtime: safe
+  @inline(__always)
+  private func collectMessages() {
+    let rt = self.rt
+    for i in 0..<rt.firstInstanceAtomOutputCount {
+      let (buffer, bytes) = rt.atomOutputs[i]
+      guard buffer.load(fromByteOffset: 4, as: UInt32.self) == sequenceType else { continue }
+      let end = min(8 + Int(buffer.load(as: UInt32.self)), bytes)
+      var offset = 16
+      while offset + 16 <= end {
+        let size = Int(buffer.load(fromByteOffset: offset + 8, as: UInt32.self))
+        let type = buffer.load(fromByteOffset: offset + 12, as: UInt32.self)
+        guard offset + 16 + size <= end else { break }
+        if type == objectType || type == blankType {
+          _ = messages.outgoing.write(size: UInt32(8 + size), data: buffer + offset + 8)
+        }
+        offset += 16 + ((size + 7) & ~7)
+      }
+    }
   }
 
   /// Gives the plugin this block's audio: its ports connected to the block's own buffers when it

@@ -21,6 +21,11 @@ public struct PluginDescription: Sendable, Equatable {
   /// Whether the plugin gets the MIDI that reaches `midi_in` (when it has a MIDI input):
   /// the preset entry's `"midi"`, default true.
   public var midi = true
+  /// Properties to set with `patch:Set` once the plugin runs, by name (or URI): text read as
+  /// the property's type (`"ir": "hall.wav"`).
+  public var properties: [String: String] = [:]
+  /// The folder a relative path among `properties` is relative to (the preset file's).
+  public var propertiesFolder: String?
   /// The built-in unit to run instead when the plugin cannot be made (an `automatic` mode's
   /// choice; nil: the stage is left out).
   public var fallback: StageDescription?
@@ -88,8 +93,12 @@ public final class PluginStage: UnitStageBase, ChainStage, @unchecked Sendable {
   let sequenceType: UInt32
   let chunkType: UInt32
   let midiEventType: UInt32
+  let objectType: UInt32
+  let blankType: UInt32
   /// Whether the plugin takes MIDI and its entry lets it have it.
   let takesMidi: Bool
+  /// Messages between the supervisor and the plugin (`PluginStage+Messages.swift`).
+  let messages: PluginMessages
   /// The same storage as flat pointers, for the audio thread (no array access, no retains).
   let rt: RealtimeView
   let world: LV2World
@@ -110,7 +119,10 @@ public final class PluginStage: UnitStageBase, ChainStage, @unchecked Sendable {
     sequenceType = world.urids.map(URI.atomSequence)
     chunkType = world.urids.map(URI.atomChunk)
     midiEventType = world.urids.map(URI.midiEvent)
+    objectType = world.urids.map(URI.atomObject)
+    blankType = world.urids.map(URI.atomBlank)
     takesMidi = description.midi && info.takesMidi
+    messages = PluginMessages(urids: world.urids)
     controlInputs = inputs.map(\.index)
     controlOutputs = info.ports.filter { $0.kind == .control && !$0.isInput }.map(\.index)
 
@@ -161,9 +173,22 @@ public final class PluginStage: UnitStageBase, ChainStage, @unchecked Sendable {
       audioOut: made.audioOut, audioInPorts: made.audioInPorts, audioOutPorts: made.audioOutPorts,
       inPlace: !info.requiredFeatures.contains(URI.inPlaceBroken) && !info.isInstrument,
       copiesLeftToRight: sharesInstance,
-      atomIn: made.atomIn, atomInMidi: made.atomInMidi, atomOut: made.atomOut, controlInputs: controlInputs,
+      atomIn: made.atomIn, atomInMidi: made.atomInMidi, atomInMessages: made.atomInMessages,
+      atomOut: made.atomOut, controlInputs: controlInputs,
       controlOutputs: controlOutputs, rightOutputs: info.instancesOnStereoChain == 2
     )
+    // Checked in `check`: the properties are sent for the first runs (the warm-up) to deliver.
+    for (name, text) in description.properties.sorted(by: { $0.key < $1.key }) {
+      if let (property, value) = try? Self.property(
+        name, text: text, of: id, info: info, folder: description.propertiesFolder)
+      {
+        messages.send(
+          PatchMessage.set(property: world.urids.map(property.uri), value: value, urids: world.urids))
+      }
+    }
+    if info.ports.contains(where: { $0.takesMessages }) && !info.properties.isEmpty {
+      messages.send(PatchMessage.get(urids: world.urids))
+    }
   }
 
   /// The plugin and its description, when LiveMic can host it as `description` asks: it is
@@ -189,6 +214,10 @@ public final class PluginStage: UnitStageBase, ChainStage, @unchecked Sendable {
         throw .outOfRange(
           id: description.id, symbol: symbol, value: value, range: port.minimum...port.maximum)
       }
+    }
+    for (name, text) in description.properties {
+      _ = try Self.property(
+        name, text: text, of: description.id, info: info, folder: description.propertiesFolder)
     }
     return (plugin, info)
   }

@@ -309,7 +309,8 @@ extension Preset {
   {
     let object = entry.object ?? [:]
     try checkKeys(
-      object, allowed: ["lv2", "id", "bypass", "params", "preset", "state", "midi"], prefix: key + ".",
+      object, allowed: ["lv2", "id", "bypass", "params", "preset", "state", "midi", "properties"],
+      prefix: key + ".",
       path: path)
     var statePath: String?
     if let st = object["state"] {
@@ -354,6 +355,23 @@ extension Preset {
           path: path, key: "\(key).midi", reason: "expected true or false (whether the plugin gets MIDI)")
       }
       description.midi = flag
+    }
+    if let p = object["properties"] {
+      guard let properties = p.object else {
+        throw .invalid(
+          path: path, key: "\(key).properties", reason: "expected an object of property values by name")
+      }
+      for (name, raw) in properties {
+        guard
+          let text = raw.string ?? raw.number.map({ format(Float($0)) })
+            ?? raw.bool.map({ $0 ? "true" : "false" })
+        else {
+          throw .invalid(
+            path: path, key: "\(key).properties.\(name)", reason: "expected a string, number or true/false")
+        }
+        description.properties[name] = text
+      }
+      description.propertiesFolder = (path as NSString).deletingLastPathComponent
     }
     return .plugin(description)
   }

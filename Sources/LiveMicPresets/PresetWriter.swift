@@ -67,6 +67,13 @@ public enum PresetWriter {
           "params": .object(params),
         ]
         if !d.midi { object["midi"] = .bool(false) }
+        // The properties as the plugin last reported them (its patch:Set answers).
+        let writable = Set(stage.info.properties.filter(\.writable).map(\.name))
+        let reported = stage.propertyValues().filter { writable.contains($0.key) }
+        if !reported.isEmpty {
+          object["properties"] = .object(
+            JSONObject(reported.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value.text)) }))
+        }
         if stage.hasState {
           let directory = folder + "/\(name).state/\(d.id)"
           do { _ = try stage.saveState(to: directory) } catch { throw PresetWriteError(error.description) }

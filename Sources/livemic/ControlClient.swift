@@ -31,7 +31,14 @@ public enum ControlClient {
       switch rest[1].lowercased() {
       case "on", "true": return ["cmd": "set", "key": .string(rest[0]), "value": true]
       case "off", "false": return ["cmd": "set", "key": .string(rest[0]), "value": false]
-      default: throw .usage("'\(rest[1])' is not a number (or on/off)")
+      default:
+        // Text, for a plugin property (a file to load): a relative path that exists is made
+        // absolute here, since LiveMic does not know this shell's folder.
+        var text = rest[1]
+        if !text.hasPrefix("/"), FileManager.default.fileExists(atPath: text) {
+          text = FileManager.default.currentDirectoryPath + "/" + text
+        }
+        return ["cmd": "set", "key": .string(rest[0]), "value": .string(text)]
       }
     case ("preset", 2) where rest[0] == "load" || rest[0] == "save":
       return ["cmd": "preset", "action": .string(rest[0]), "name": .string(rest[1])]

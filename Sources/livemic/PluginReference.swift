@@ -78,6 +78,15 @@ public enum PluginReference {
     }
     text += "  presets:" + (p.presets.isEmpty ? " none\n" : "\n")
     for preset in p.presets { text += "    \(preset.label)  <\(preset.uri)>\n" }
+    if !p.properties.isEmpty {
+      text += "  properties (set with \"properties\" in a preset entry or ctl set ID.NAME VALUE):\n"
+      for property in p.properties {
+        let type = property.range.split(separator: "#").last.map(String.init) ?? property.range
+        text +=
+          "    \(property.name) \"\(property.label)\" (\(type), \(property.writable ? "writable" : "read-only"))"
+        text += "  <\(property.uri)>\n"
+      }
+    }
     return text
   }
 
@@ -90,6 +99,14 @@ public enum PluginReference {
       "presets": .array(p.presets.map { ["uri": .string($0.uri), "label": .string($0.label)] }),
       "requiredFeatures": JSONValue(p.requiredFeatures), "optionalFeatures": JSONValue(p.optionalFeatures),
     ]
+    object["properties"] = .array(
+      p.properties.map {
+        [
+          "uri": .string($0.uri), "name": .string($0.name), "label": .string($0.label),
+          "range": .string($0.range),
+          "writable": .bool($0.writable),
+        ]
+      })
     if let latency = p.latencyPort { object["latencyPort"] = .int(latency) }
     if let reason = p.unsupportedReason { object["unsupportedReason"] = .string(reason) }
     return .object(object)

@@ -1,5 +1,6 @@
 import DSP
 import Foundation
+import LV2Host
 import LiveMicEngine
 import LiveMicPresets
 
@@ -90,16 +91,29 @@ extension LiveSession {
     if let key = request["key"] {
       guard let name = key.string else { throw ControlError("\"key\" must be a string") }
       guard let p = chain.parameter(name) else {
+        if let (stage, property) = pluginProperty(name),
+          stage.info.properties.contains(where: { $0.name == property })
+        {
+          guard let value = stage.propertyValues()[property] else {
+            throw ControlError("the plugin of '\(stage.id)' has not reported '\(property)' yet")
+          }
+          return ["values": [name: .string(value.text)]]
+        }
         throw ControlError("'\(name)' is not a parameter of the running chain")
       }
       return ["values": [name: .number(Double(chain.targets.value(p.index)))]]
     }
     var values: [String: Double] = [:]
     for p in chain.parameters { values[p.key] = Double(chain.targets.value(p.index)) }
-    guard try request.flag("describe") else { return ["values": JSONValue(values)] }
-    return [
-      "values": JSONValue(values), "parameters": .array(chain.parameters.map { Self.describe($0, chain) }),
-    ]
+    var properties: [String: String] = [:]
+    for stage in running.plugins {
+      for (name, value) in stage.propertyValues() { properties["\(stage.id).\(name)"] = value.text }
+    }
+    var answer: JSONObject = ["values": JSONValue(values)]
+    if !properties.isEmpty { answer["properties"] = JSONValue(properties) }
+    guard try request.flag("describe") else { return answer }
+    answer["parameters"] = .array(chain.parameters.map { Self.describe($0, chain) })
+    return answer
   }
 
   /// One parameter as `get` with `"describe": true` gives it (the descriptions `livemic params`
@@ -130,6 +144,9 @@ extension LiveSession {
     let chain = running.chain
     guard let key = request["key"]?.string else { throw ControlError("\"set\" needs a \"key\" string") }
     guard let p = chain.parameter(key) else {
+      if let (stage, property) = pluginProperty(key) {
+        return try setProperty(key, stage, property, request["value"])
+      }
       throw ControlError("'\(key)' is not a parameter of the running chain")
     }
     guard p.spec.kind != .output else {
@@ -151,6 +168,35 @@ extension LiveSession {
     // Every door's pages and subscribers see the change at once (the web page's controls).
     stream.emit("value-changed", ["key": .string(key), "value": .number(Double(used))])
     return ["key": .string(key), "value": .number(Double(used))]
+  }
+
+  /// The plugin stage and property name of a key `ID.NAME` whose stage is a running plugin
+  /// with properties (`PluginInfo.properties`).
+  private func pluginProperty(_ key: String) -> (PluginStage, String)? {
+    let (id, name) = key.split(separator: ".", maxSplits: 1).map(String.init).splitPair
+    guard let stage = running.plugins.first(where: { $0.id == id }), !stage.info.properties.isEmpty else {
+      return nil
+    }
+    return (stage, name)
+  }
+
+  /// `set` of a plugin property: a `patch:Set` with the value as text (a string, or a number or
+  /// true/false written out), loaded by the plugin in its own time.
+  private func setProperty(_ key: String, _ stage: PluginStage, _ name: String, _ raw: JSONValue?)
+    throws(ControlError) -> JSONObject
+  {
+    guard let raw else { throw ControlError("\"set\" needs a \"value\"") }
+    guard
+      let text = raw.string ?? raw.number.map({ format(Float($0)) })
+        ?? raw.bool.map({ $0 ? "true" : "false" })
+    else { throw ControlError("the value of '\(key)' must be a string, a number or true/false") }
+    do {
+      let value = try stage.setProperty(name, text: text)
+      stream.emit("property-set", ["key": .string(key), "value": .string(value.text)])
+      return ["key": .string(key), "value": .string(value.text)]
+    } catch {
+      throw ControlError(error.description)
+    }
   }
 
   private func preset(_ request: JSONObject, _ client: JackClient, _ state: ProcessState)

@@ -1,3 +1,4 @@
+import CSndfile
 import DSP
 import Foundation
 import TestSupport
@@ -285,6 +286,77 @@ struct PluginTests {
     let (l, r) = (Installed.value(chain, "dpl.level") ?? 0, Installed.value(chain, "dpl.level_right") ?? 0)
     print("[measured] dpl#mono: level \(l) (left, loud), level_right \(r) (right, quiet)")
     #expect(l != r, "both instances report \(l)")
+  }
+
+  /// A mono 32-bit float WAV file of `samples` at 48 kHz.
+  static func writeMono(_ path: String, _ samples: [Float]) throws {
+    var info = SF_INFO()
+    info.samplerate = 48000
+    info.channels = 1
+    info.format = Int32(SF_FORMAT_WAV | SF_FORMAT_FLOAT)
+    let file = try #require(sf_open(path, Int32(SFM_WRITE), &info), "cannot write \(path)")
+    _ = sf_writef_float(file, samples, sf_count_t(samples.count))
+    sf_close(file)
+  }
+
+  @Test(
+    "patch:Set: eg-sampler loads the sample its entry's \"properties\" name (through its worker), reports it, and plays it on a note"
+  )
+  func propertySetLoadsSample() throws {
+    let folder = NSTemporaryDirectory() + "livemic-props-\(getpid())"
+    try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: folder) }
+    let clip = Installed.noise(1000, seed: 7)
+    try Self.writeMono(folder + "/clip.wav", clip)
+    var description = PluginDescription(id: "sampler", uri: "http://lv2plug.in/plugins/eg-sampler")
+    description.properties = ["sample": "clip.wav", "gain": "0"]
+    description.propertiesFolder = folder
+    let built = try Installed.build([.plugin(description)])
+    let stage = try #require(built.plugins.first)
+    // The plugin tells the host which file it runs once its worker has loaded it (a patch:Set on
+    // its notify port).
+    var reported: PropertyValue?
+    for _ in 0..<300 where reported != .path(folder + "/clip.wav") {
+      var (l, r) = ([Float](repeating: 0, count: 256), [Float](repeating: 0, count: 256))
+      Installed.process(built.chain, &l, &r)
+      reported = stage.propertyValues()["sample"]
+      if reported != .path(folder + "/clip.wav") { usleep(10_000) }
+    }
+    #expect(reported == .path(folder + "/clip.wav"), "\(String(describing: reported)): \(stage.drainLog())")
+    // A note 10 frames into a block plays the sample from there, sample for sample.
+    var note: [UInt8] = [0x90, 60, 100]
+    built.chain.midiEvents.clear()
+    built.chain.midiEvents.append(frame: 10, data: &note, size: 3)
+    // One block of 512 frames (the events are the block's); the plugin runs it as two of 256.
+    var (left, right) = ([Float](repeating: 0, count: 512), [Float](repeating: 0, count: 512))
+    built.chain.process(left: &left, right: &right, blockFrames: 512)
+    built.chain.midiEvents.clear()
+    #expect(left[0..<10].allSatisfy { $0 == 0 })
+    let worst = (10..<512).map { abs(left[$0] - clip[$0 - 10]) }.max() ?? 1
+    print("[measured] eg-sampler, sample set by patch:Set, note at frame 10: worst error \(worst)")
+    #expect(worst < 1e-6 && left == right)
+    // Live: a missing file and an unknown property are one-sentence errors; a number property
+    // is sent as a number.
+    #expect(throws: PluginError.self) { try stage.setProperty("sample", text: folder + "/missing.wav") }
+    #expect(throws: PluginError.self) { try stage.setProperty("room", text: "3") }
+    #expect(try stage.setProperty("gain", text: "-6") == .float(-6))
+  }
+
+  @Test("a bad property in an entry is refused before the plugin runs, in one sentence")
+  func badProperty() {
+    var description = PluginDescription(id: "sampler", uri: "http://lv2plug.in/plugins/eg-sampler")
+    description.properties = ["sample": "/nonexistent/clip.wav"]
+    #expect(
+      Installed.error(building: .plugin(description))?.description
+        == "the property 'sampler.sample' names the file '/nonexistent/clip.wav', which does not exist")
+    description.properties = ["room": "x"]
+    #expect(
+      Installed.error(building: .plugin(description))?.description
+        == "stage 'sampler' has no property 'room' to set (it takes: gain, sample)")
+    description.properties = ["gain": "loud"]
+    #expect(
+      Installed.error(building: .plugin(description))?.description
+        == "the property 'sampler.gain' takes a number, not 'loud'")
   }
 
   @Test("worker + state: zeroconvolv's preset IR is loaded through the worker, then the signal passes")
