@@ -1,3 +1,4 @@
+import CSndfile
 import Foundation
 import TestSupport
 import Testing
@@ -125,6 +126,105 @@ extension EndToEnd {
         }
         #expect(worst < 1e-6, "output \(c + 1) differs from the input gated by the note's cycles by \(worst)")
       }
+      RealtimeGuard.expectNothingCounted(counters)
+    }
+
+    /// A mono 32-bit float WAV of `samples` at 48 kHz.
+    static func writeMono(_ path: String, _ samples: [Float]) throws {
+      var info = SF_INFO()
+      info.samplerate = 48000
+      info.channels = 1
+      info.format = Int32(SF_FORMAT_WAV | SF_FORMAT_FLOAT)
+      guard let file = sf_open(path, Int32(SFM_WRITE), &info) else {
+        throw HarnessError("cannot write \(path)")
+      }
+      _ = sf_writef_float(file, samples, sf_count_t(samples.count))
+      sf_close(file)
+    }
+
+    /// A deterministic clip in [-0.25, 0.25).
+    static func clip(seed: UInt32) -> [Float] {
+      var x = seed
+      return (0..<1000).map { _ in
+        x = x &* 1_664_525 &+ 1_013_904_223
+        return Float(Int32(bitPattern: x) >> 8) / Float(1 << 25)
+      }
+    }
+
+    @Test(
+      "messages: eg-sampler loads the sample its preset names and one ctl set names; ctl get reports each; a note plays it"
+    )
+    func samplerPropertiesLive() throws {
+      let (a, b) = (Self.clip(seed: 1), Self.clip(seed: 2))
+      let preset = try LV2Tests.presetFile(
+        #"{"lv2": "http://lv2plug.in/plugins/eg-sampler", "id": "sampler", "properties": {"sample": "a.wav", "gain": 0}}"#
+      )
+      let folder = preset.deletingLastPathComponent()
+      defer { try? FileManager.default.removeItem(at: folder) }
+      try Self.writeMono(folder.appendingPathComponent("a.wav").path, a)
+      try Self.writeMono(folder.appendingPathComponent("b.wav").path, b)
+      let env = ["XDG_RUNTIME_DIR": folder.path]
+      let counters = folder.appendingPathComponent("rtguard.txt")
+      let silence = TestSignal.sine(frequencyHz: 500, amplitude: 0)
+      let rig = try LiveAudioTests.rig(
+        ["-p", preset.path], signal: silence, guardOutput: counters, environment: env)
+      defer { LV2Tests.finish(rig) }
+      let (_, _, capture, livemic) = rig
+      #expect(!livemic.log.contains("left out"), "\(livemic.log)")
+      let keys = try TestClient(
+        name: "lmkeys", server: rig.0.name, signal: nil, captureChannels: 0, midi: true)
+      defer { keys.close() }
+      try keys.connect("lmkeys:midi_out", "lmclient:midi_in")
+      usleep(1_300_000)  // the start ramp
+      /// `ctl get sampler.sample` once it answers `path` (the plugin reports the file it loaded).
+      func reported(_ path: String) -> Bool {
+        waitUntil(seconds: 5) {
+          let answer = try? runLiveMic(["ctl", "-n", "lmclient", "get", "sampler.sample"], environment: env)
+          return answer?.stdout.contains(path) ?? false
+        }
+      }
+      let witness = Witness(
+        capture: capture, generators: [(0, silence)],
+        missedCycles: { Witness.missedCycles(client: "lmclient", environment: env) })
+      /// The worst difference between the output and `expected` from the note's frame (and silence
+      /// before it). eg-sampler stops one frame before a sample's end (sampler.c's own loop), so
+      /// the last frame is not compared.
+      func playedError(_ expected: [Float]) throws -> Float {
+        try retaking("a note on eg-sampler") {
+          let mark = witness.mark()
+          guard let on = keys.sendMidi(status: 0x90, 60, 100, offset: 21) else {
+            throw HarnessError("the MIDI client did not send the note")
+          }
+          try capture.record(frames: 4800)
+          _ = keys.sendMidi(status: 0x80, 60, 0)
+          let end = capture.frameCount
+          let times = capture.recording(channel: 0, from: mark.frame, to: end).times
+          let outputs = [1, 2].map { capture.recording(channel: $0, from: mark.frame, to: end).samples }
+          var worst: Float = 1
+          if let i = times.firstIndex(of: on), i + expected.count <= times.count {
+            worst =
+              outputs.map { out in (0..<expected.count - 1).map { abs(out[i + $0] - expected[$0]) }.max() ?? 1
+              }
+              .max() ?? 1
+            worst = max(worst, outputs.map { out in (0..<i).map { abs(out[$0]) }.max() ?? 0 }.max() ?? 0)
+          }
+          return Take(worst, spoilt: witness.evidence(since: mark, to: end))
+        }
+      }
+      #expect(reported(folder.appendingPathComponent("a.wav").path), "ctl get never reported a.wav")
+      let errorA = try playedError(a)
+      #expect(errorA < 1e-6, "the note did not play a.wav: worst error \(errorA)")
+      let set = try runLiveMic(
+        ["ctl", "-n", "lmclient", "set", "sampler.sample", folder.appendingPathComponent("b.wav").path],
+        environment: env)
+      #expect(set.status == 0, "\(set.stderr)")
+      #expect(reported(folder.appendingPathComponent("b.wav").path), "ctl get never reported b.wav")
+      let errorB = try playedError(b)
+      #expect(errorB < 1e-6, "the note did not play b.wav: worst error \(errorB)")
+      let missing = try runLiveMic(
+        ["ctl", "-n", "lmclient", "set", "sampler.sample", "/nonexistent/c.wav"], environment: env)
+      #expect(missing.status != 0 && missing.stderr.contains("which does not exist"), "\(missing.stderr)")
+      LV2Tests.measured("eg-sampler by patch:Set: a.wav played with worst error \(errorA), b.wav \(errorB)")
       RealtimeGuard.expectNothingCounted(counters)
     }
 

@@ -414,7 +414,7 @@ struct LV2PresetTests {
       (#"{"lv2": ""}"#, "key 'chain[0].lv2': expected the plugin's URI"),
       (
         #"{"lv2": "urn:a", "gain": 1}"#,
-        "key 'chain[0].gain': unknown key (allowed: bypass, id, lv2, midi, params, preset, state)"
+        "key 'chain[0].gain': unknown key (allowed: bypass, id, lv2, midi, params, preset, properties, state)"
       ),
       (#"{"lv2": "urn:a", "id": 1}"#, "key 'chain[0].id': expected a string"),
       (#"{"lv2": "urn:a", "bypass": "yes"}"#, "key 'chain[0].bypass': expected true or false"),
