@@ -62,13 +62,13 @@ enum PluginCheck {
 
   /// Runs the inventory; prints each line (or, with `--json`, the array at the end, the summary
   /// on standard error). Returns the exit status: 0 when every plugin was checked.
-  static func run(_ options: PluginCheckOptions, world: LV2World = ChainBuilder.world) throws(PluginCheckError)
-    -> Int32
-  {
+  /// `world`: the installed plugins (nil: `ChainBuilder.world`, loaded here, its time counted).
+  static func run(_ options: PluginCheckOptions, world: LV2World? = nil) throws(PluginCheckError) -> Int32 {
     if let path = options.guardLibrary, !FileManager.default.fileExists(atPath: path) {
       throw .noGuard(path)
     }
     let started = Date()
+    let world = world ?? ChainBuilder.world
     let needle = options.filter?.lowercased()
     let plugins = world.allPlugins().filter { p in
       guard let needle else { return true }
@@ -114,7 +114,7 @@ enum PluginCheck {
     let entries = queue.entries
     let summary = summary(entries, seconds: Date().timeIntervalSince(started), guarded: options.guardLibrary != nil)
     if options.json {
-      print(JSONValue.array(entries.map(\.json)).encoded(.pretty))
+      FileHandle.standardOutput.write(Data((JSONValue.array(entries.map(\.json)).encoded(.pretty) + "\n").utf8))
       FileHandle.standardError.write(Data("livemic: \(summary)\n".utf8))
     } else {
       print(summary)
