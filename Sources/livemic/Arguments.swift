@@ -279,7 +279,9 @@ private func parsePluginCheck(_ reader: inout ArgumentReader, one: Bool) throws(
     }
   }
   if one {
-    guard reader.positional.count == 1 else { throw UsageError(message: "use 'livemic plugins check-one URI'") }
+    guard reader.positional.count == 1 else {
+      throw UsageError(message: "use 'livemic plugins check-one URI'")
+    }
     return .pluginCheckOne(uri: reader.positional[0], server: options.server)
   }
   guard reader.positional.count <= 1 else {

@@ -35,7 +35,8 @@ enum PluginCheckError: CodedError, Equatable {
     case .noJackd:
       return "jackd is not installed (Debian: apt-get install jackd2), or give a running server with --server"
     case .serverDidNotStart(let name, let log):
-      return "the private JACK server '\(name)' did not accept clients within 10 s" + (log.isEmpty ? "" : " (\(log))")
+      return "the private JACK server '\(name)' did not accept clients within 10 s"
+        + (log.isEmpty ? "" : " (\(log))")
     case .noGuard(let path): return "the real-time guard library '\(path)' does not exist"
     case .launch(let reason): return "cannot start a check process: \(reason)"
     }
@@ -104,7 +105,8 @@ enum PluginCheck {
             ).check(name: p.name)
           } catch {
             launchError.withLock { $0 = $0 ?? error }
-            entry = CheckEntry(uri: p.uri, name: p.name, outcome: .failed(error.description), counts: nil, seconds: 0)
+            entry = CheckEntry(
+              uri: p.uri, name: p.name, outcome: .failed(error.description), counts: nil, seconds: 0)
           }
         }
         queue.finish(i, entry)
@@ -112,9 +114,11 @@ enum PluginCheck {
     }
     if let error = launchError.withLock({ $0 }) { throw error }
     let entries = queue.entries
-    let summary = summary(entries, seconds: Date().timeIntervalSince(started), guarded: options.guardLibrary != nil)
+    let summary = summary(
+      entries, seconds: Date().timeIntervalSince(started), guarded: options.guardLibrary != nil)
     if options.json {
-      FileHandle.standardOutput.write(Data((JSONValue.array(entries.map(\.json)).encoded(.pretty) + "\n").utf8))
+      FileHandle.standardOutput.write(
+        Data((JSONValue.array(entries.map(\.json)).encoded(.pretty) + "\n").utf8))
       FileHandle.standardError.write(Data("livemic: \(summary)\n".utf8))
     } else {
       print(summary)
@@ -181,14 +185,18 @@ final class CheckServer {
   static func start(sampleRate: Int = 48000, period: Int = 256) throws(PluginCheckError) -> CheckServer {
     let path = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin").split(separator: ":")
       .map { "\($0)/jackd" }.first { FileManager.default.isExecutableFile(atPath: $0) }
-    guard let jackd = path ?? (FileManager.default.isExecutableFile(atPath: "/usr/bin/jackd") ? "/usr/bin/jackd" : nil)
+    guard
+      let jackd = path
+        ?? (FileManager.default.isExecutableFile(atPath: "/usr/bin/jackd") ? "/usr/bin/jackd" : nil)
     else { throw .noJackd }
     let name = "livemic-check-server-\(getpid())"
     let log = FileManager.default.temporaryDirectory.appendingPathComponent("\(name).log")
     _ = FileManager.default.createFile(atPath: log.path, contents: nil)
     let process = Process()
     process.executableURL = URL(fileURLWithPath: jackd)
-    process.arguments = ["--no-realtime", "-n", name, "-d", "dummy", "-r", "\(sampleRate)", "-p", "\(period)"]
+    process.arguments = [
+      "--no-realtime", "-n", name, "-d", "dummy", "-r", "\(sampleRate)", "-p", "\(period)",
+    ]
     var environment = ProcessInfo.processInfo.environment
     environment["JACK_NO_AUDIO_RESERVATION"] = "1"
     process.environment = environment

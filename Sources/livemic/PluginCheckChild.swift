@@ -29,7 +29,9 @@ enum PluginCheckChild {
       if case .plugin(_, .unsupported(_, let reason)) = error {
         return line(["outcome": "refused", "reason": .string(reason)])
       }
-      if case .plugin(_, let inner) = error { return line(["outcome": "failed", "reason": .string(inner.description)]) }
+      if case .plugin(_, let inner) = error {
+        return line(["outcome": "failed", "reason": .string(inner.description)])
+      }
       return line(["outcome": "failed", "reason": .string(error.description)])
     }
     let render = CheckRender(

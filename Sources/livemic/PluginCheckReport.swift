@@ -46,7 +46,8 @@ struct GuardCounts: Equatable, Sendable {
   var json: JSONValue {
     [
       "cycles": .int(cycles), "malloc": .int(malloc), "free": .int(free), "lock": .int(lock),
-      "wait": .int(wait), "io": .int(io), "sleep": .int(sleep), "first": .string(first), "clean": .bool(clean),
+      "wait": .int(wait), "io": .int(io), "sleep": .int(sleep), "first": .string(first),
+      "clean": .bool(clean),
     ]
   }
 }
@@ -93,7 +94,8 @@ struct CheckEntry: Sendable {
       case .failed(let reason): return "failed: \(reason)"
       case .crashed(let signal):
         return "crashed: signal \(signal)" + (strsignal(signal).map { " (\(String(cString: $0)))" } ?? "")
-      case .timedOut(let seconds): return "timed out: no result within \(PluginCheck.format(seconds)) s, killed"
+      case .timedOut(let seconds):
+        return "timed out: no result within \(PluginCheck.format(seconds)) s, killed"
       }
     }
 

@@ -42,7 +42,8 @@ public final class CheckRender: @unchecked Sendable {
   /// Makes `seconds` of white noise (uniform, ±`amplitude`, a different sequence per channel,
   /// the same every run) at `sampleRate` for `chain`, to be run in blocks of at most
   /// `maxFrames`. Not real-time.
-  public init(chain: VoiceChain, sampleRate: Double, seconds: Double, maxFrames: Int, amplitude: Float = 0.25) {
+  public init(chain: VoiceChain, sampleRate: Double, seconds: Double, maxFrames: Int, amplitude: Float = 0.25)
+  {
     self.chain = chain
     totalFrames = max(1, Int((sampleRate * seconds).rounded()))
     capacity = max(maxFrames, 1)
