@@ -36,7 +36,7 @@ enum PluginCheckChild {
     }
     let render = CheckRender(
       chain: built.chain, sampleRate: client.sampleRate, seconds: seconds, maxFrames: client.bufferFrames)
-    let result = try client.run(render, timeout: renderTimeout)
+    let result = try client.renderNoise(render, timeout: renderTimeout)
     for stage in built.plugins {
       for message in stage.drainLog() {
         FileHandle.standardError.write(Data("livemic: plugin '\(stage.id)': \(message)\n".utf8))

@@ -37,7 +37,7 @@ public final class CheckClient {
   /// Warms `render`'s path off the audio thread, activates, waits until every frame went
   /// through the process callback (at most `timeout` seconds), deactivates and returns what the
   /// render saw. Throws when the server refuses to activate the client or runs too few cycles.
-  public func run(_ render: CheckRender, timeout: Double) throws(EngineError) -> CheckRender.Result {
+  public func renderNoise(_ render: CheckRender, timeout: Double) throws(EngineError) -> CheckRender.Result {
     render.warm()
     let context = Unmanaged.passUnretained(render).toOpaque()
     jack_set_process_callback(handle, { livemicCheckProcess(frames: $0, context: $1) }, context)
