@@ -82,6 +82,8 @@ enum PluginCheck {
     let server: CheckServer? = options.server == nil ? try CheckServer.start() : nil
     defer { server?.stop() }
     let serverName = options.server ?? server?.name
+    let signals = stopOnSignals(serverPID: server?.pid)
+    defer { signals.forEach { $0.cancel() } }
     let folder = FileManager.default.temporaryDirectory.appendingPathComponent("livemic-check-\(getpid())")
     try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: folder) }
@@ -124,6 +126,24 @@ enum PluginCheck {
       print(summary)
     }
     return 0
+  }
+}
+
+extension PluginCheck {
+  /// SIGINT and SIGTERM kill the children and stop the private server (when there is one)
+  /// before the inventory exits with status 130.
+  static func stopOnSignals(serverPID: Int32?) -> [any DispatchSourceSignal] {
+    [SIGINT, SIGTERM].map { sig in
+      signal(sig, SIG_IGN)
+      let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+      source.setEventHandler {
+        ChildRun.killAll()
+        if let serverPID { kill(serverPID, SIGTERM) }
+        exit(130)
+      }
+      source.resume()
+      return source
+    }
   }
 }
 
@@ -175,6 +195,7 @@ final class CheckQueue: Sendable {
 final class CheckServer {
   let name: String
   private let process: Process
+  var pid: Int32 { process.processIdentifier }
 
   private init(name: String, process: Process) {
     self.name = name

@@ -1,5 +1,6 @@
 import Foundation
 import LiveMicPresets
+import Synchronization
 
 #if canImport(Glibc)
   import Glibc
@@ -19,6 +20,14 @@ struct ChildRun {
   let folder: URL
   let index: Int
   let timeout: Double
+
+  /// The children running now, for the inventory's SIGINT and SIGTERM handler to kill.
+  static let running = Mutex<Set<Int32>>([])
+
+  /// Kills every child still running (SIGKILL). Any thread.
+  static func killAll() {
+    for pid in running.withLock({ $0 }) { kill(pid, SIGKILL) }
+  }
 
   /// Runs the child and reads what became of the plugin.
   func check(name: String) throws(PluginCheckError) -> CheckEntry {
@@ -57,10 +66,13 @@ struct ChildRun {
     process.terminationHandler = { _ in exited.signal() }
     let started = Date()
     do { try process.run() } catch { throw .launch("\(executable.path): \(error.localizedDescription)") }
+    let pid = process.processIdentifier
+    Self.running.withLock { _ = $0.insert(pid) }
+    defer { Self.running.withLock { _ = $0.remove(pid) } }
     var timedOut = false
     if exited.wait(timeout: .now() + timeout) == .timedOut {
       timedOut = true
-      kill(process.processIdentifier, SIGKILL)
+      kill(pid, SIGKILL)
       exited.wait()
     }
     let seconds = Date().timeIntervalSince(started)
