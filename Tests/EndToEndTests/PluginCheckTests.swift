@@ -35,7 +35,7 @@ extension EndToEnd {
       let started = Date()
       let result = try runLiveMic(
         [
-          "plugins", "check", "eg-", "-s", server.name, "--guard", guardLibrary, "--timeout", "5", "--jobs",
+          "plugins", "check", "eg-", "-s", server.name, "--guard", guardLibrary, "--timeout", "8", "--jobs",
           "2",
         ],
         environment: ["LV2_PATH": lv2Path])
@@ -54,7 +54,7 @@ extension EndToEnd {
       )
       #expect(Self.line(abort, in: out) == "\(abort) — crashed: signal 6 (Aborted)", "\(out)")
       #expect(Self.line(segv, in: out) == "\(segv) — crashed: signal 11 (Segmentation fault)", "\(out)")
-      #expect(Self.line(hang, in: out) == "\(hang) — timed out: no result within 5 s, killed", "\(out)")
+      #expect(Self.line(hang, in: out) == "\(hang) — timed out: no result within 8 s, killed", "\(out)")
       // Two instances (a mono plugin on the stereo chain), one allocation and one free each run.
       let unsafe = try #require(Self.line(malloc, in: out), "\(out)")
       #expect(unsafe.contains(" — hosted (peak -12.0 dBFS), unsafe: malloc="), "\(unsafe)")
