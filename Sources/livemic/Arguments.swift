@@ -17,6 +17,10 @@ enum Command {
   case bench(BenchOptions)
   case plugins(filter: String?, json: Bool)
   case pluginShow(uri: String, json: Bool)
+  /// `livemic plugins check [FILTER]`: the inventory.
+  case pluginCheck(PluginCheckOptions)
+  /// `livemic plugins check-one URI [-s SERVER]`: one plugin, the inventory's child (hidden).
+  case pluginCheckOne(uri: String, server: String?)
   case ctl(name: String, json: Bool, words: [String], timeout: Double?)
   case monitor(name: String)
   case doctor(server: String?, json: Bool)
@@ -125,6 +129,9 @@ func parseCommandLine(_ arguments: [String]) throws(UsageError) -> Command {
   case .presets: return try parsePresets(&reader)
   case .ctl: return try parseCtl(words)
   case .monitor: return try parseMonitor(&reader)
+  case .plugins where words.first == "check" || words.first == "check-one":
+    var rest = ArgumentReader(Array(words.dropFirst()))
+    return try parsePluginCheck(&rest, one: words.first == "check-one")
   case .plugins: return try parsePlugins(&reader)
   case .doctor: return try parseDoctor(&reader)
   case .web:
@@ -249,6 +256,39 @@ private func parsePlugins(_ reader: inout ArgumentReader) throws(UsageError) -> 
     throw UsageError(message: "use 'livemic plugins [--json] [FILTER]'")
   }
   return .plugins(filter: reader.positional.first, json: json)
+}
+
+/// `livemic plugins check [FILTER] [--json] [-s SERVER] [--guard LIBRARY] [--timeout SECONDS]
+/// [--jobs N]`, and its child, `livemic plugins check-one URI [-s SERVER]`.
+private func parsePluginCheck(_ reader: inout ArgumentReader, one: Bool) throws(UsageError) -> Command {
+  var options = PluginCheckOptions()
+  while let o = reader.nextOption() {
+    switch o {
+    case "--json" where !one: options.json = true
+    case "-s", "--server": options.server = try reader.value(for: o)
+    case "--guard" where !one: options.guardLibrary = try reader.value(for: o)
+    case "--timeout" where !one:
+      let text = try reader.value(for: o)
+      guard let seconds = Double(text), seconds > 0, seconds <= 3600 else {
+        throw UsageError(message: "--timeout takes a number of seconds above 0, up to 3600, not '\(text)'")
+      }
+      options.timeout = seconds
+    case "--jobs" where !one: options.jobs = try reader.int(for: o, in: 1...16)
+    case "-h", "--help": return .help("plugins")
+    default: throw UsageError(message: "unknown option '\(o)' for 'livemic plugins check'")
+    }
+  }
+  if one {
+    guard reader.positional.count == 1 else {
+      throw UsageError(message: "use 'livemic plugins check-one URI'")
+    }
+    return .pluginCheckOne(uri: reader.positional[0], server: options.server)
+  }
+  guard reader.positional.count <= 1 else {
+    throw UsageError(message: "use 'livemic plugins check [FILTER] [--json] [--guard LIBRARY]'")
+  }
+  options.filter = reader.positional.first
+  return .pluginCheck(options)
 }
 
 /// `livemic params [--markdown]`.

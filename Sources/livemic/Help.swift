@@ -12,6 +12,7 @@ let mainHelp = """
     livemic bench [--seconds N]          measure the chain's speed against sox
     livemic plugins [--json] [FILTER]    list installed LV2 plugins (and whether LiveMic can host them)
     livemic plugins show URI             a plugin's ports, presets, features and latency
+    livemic plugins check [FILTER]       host each installed plugin in a child process and say how it went
     livemic ctl [-n NAME] COMMAND        control a running LiveMic (see 'livemic help ctl')
     livemic monitor [-n NAME]            live levels, gain reduction, xruns; keys to mute and set volume
     livemic doctor [-s SERVER] [--json]  check what low latency here depends on (privileges, server, presets)
@@ -180,17 +181,34 @@ let benchHelp = """
 let pluginsHelp = """
   USAGE: livemic plugins [--json] [FILTER]
          livemic plugins show [--json] URI
+         livemic plugins check [FILTER] [--json] [-s SERVER] [--guard LIBRARY] [--timeout SECONDS]
+                               [--jobs N]
 
   Lists the installed LV2 plugins (on LV2_PATH) whose URI, name or class contains FILTER: URI,
   name, class, audio inputs→outputs, and, when LiveMic cannot host one, the reason. 'show'
   prints a plugin's ports (symbol, name, range, default, unit, properties), presets, required
   and optional features and declared latency.
 
+  'check' hosts every matching plugin as LiveMic does, each in a child process of its own, and
+  renders one second of noise through it inside a JACK process callback: one line per plugin
+  (hosted, no sound, non-finite, refused: REASON, failed: REASON, crashed: signal N, timed out)
+  and a summary. A plugin LiveMic refuses by its description is not started. It starts a
+  private dummy jackd (48 kHz, 256 frames) unless --server names a running one.
+    -s, --server NAME        check on this running JACK server instead of a private one
+        --guard LIBRARY      preload this real-time guard (Tests/Support/rtguard) into each
+                             child and add its counts: clean, or unsafe: malloc=N free=N …
+                             (scripts/plugin-inventory builds it and runs the whole inventory)
+        --timeout SECONDS    kill a child that takes longer (default 10)
+        --jobs N             children at once (default 1)
+        --json               an array of objects; the summary goes to standard error
+
   EXAMPLES
     livemic plugins
     livemic plugins reverb
     livemic plugins --json | jq '.[].uri'
     livemic plugins show http://lv2plug.in/plugins/eg-amp
+    livemic plugins check x42
+    livemic plugins check --json --guard .build/rtguard/librtguard.so > inventory.json
   """
 
 let doctorHelp = """

@@ -65,6 +65,12 @@ case .doctor(let server, let json):
   exit(status)
 case .plugins(let filter, let json):
   print(PluginReference.list(filter: filter, json: json), terminator: "")
+case .pluginCheck(let options):
+  do { exit(try PluginCheck.run(options)) } catch { fail(error.description, status: 1) }
+case .pluginCheckOne(let uri, let server):
+  do { print(try PluginCheckChild.run(uri: uri, server: server)) } catch {
+    fail(error.description, status: 1)
+  }
 case .pluginShow(let uri, let json):
   do { print(try PluginReference.show(uri: uri, json: json), terminator: "") } catch {
     fail(error.description, status: 1)

@@ -53,9 +53,9 @@ struct RealtimeMarks {
     }
   }
 
-  /// The functions the audio thread enters from C: the JACK process callback, and the LV2
-  /// worker's `schedule`, which a plugin calls from its `run`.
-  static let roots = ["livemicProcess", "PluginWorker.schedule"]
+  /// The functions the audio thread enters from C: the JACK process callbacks (LiveMic's and
+  /// `plugins check`'s), and the LV2 worker's `schedule`, which a plugin calls from its `run`.
+  static let roots = ["livemicProcess", "livemicCheckProcess", "PluginWorker.schedule"]
 
   static let mark = "- Realtime: safe"
 

@@ -73,6 +73,8 @@ import Testing
         /// - Realtime: safe
         func schedule() {}
       }
+      /// - Realtime: safe
+      func livemicCheckProcess() {}
       """
     let marks = RealtimeMarks(sources: ["Test.swift": source])
     let (calls, roots) = marks.violations()

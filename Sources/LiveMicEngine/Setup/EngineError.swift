@@ -7,6 +7,8 @@ public enum EngineError: CodedError, Equatable {
   case activation
   case connection(from: String, to: String, code: Int32)
   case noSuchPort(String)
+  /// The server ran too few cycles of a check client to render its noise in time.
+  case stalled(seconds: Double)
 
   public var description: String {
     switch self {
@@ -21,6 +23,8 @@ public enum EngineError: CodedError, Equatable {
       return "cannot connect '\(from)' to '\(to)' (JACK error \(code))"
     case .noSuchPort(let port):
       return "there is no JACK port named '\(port)'"
+    case .stalled(let seconds):
+      return "the JACK server did not run the check client's cycles within \(Int(seconds)) s"
     }
   }
 
@@ -31,6 +35,7 @@ public enum EngineError: CodedError, Equatable {
     case .activation: return "engine.activation"
     case .connection: return "engine.connection"
     case .noSuchPort: return "engine.no-such-port"
+    case .stalled: return "engine.stalled"
     }
   }
 }

@@ -149,6 +149,8 @@ struct NativeTests {
     #expect(try Self.complete(["presets", "show", "hea"], livemic: binary) == ["hearing"])
     #expect(try Self.complete(["plot", "kar"], livemic: binary) == ["karaoke"])
     #expect(try Self.complete(["plot", "--out"], livemic: binary) == ["--output"])
+    #expect(try Self.complete(["plugins", ""], livemic: binary) == ["show", "check"])
+    #expect(try Self.complete(["plugins", "check", "--gu"], livemic: binary) == ["--guard"])
     let keys = try Self.complete(["ctl", "set", "eq."], livemic: binary)
     #expect(keys.contains("eq.bass_db") && keys.contains("eq.bypass"), "\(keys)")
     #expect(keys.allSatisfy { $0.hasPrefix("eq.") })
