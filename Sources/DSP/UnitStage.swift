@@ -33,6 +33,14 @@ open class UnitStageBase {
   /// stage that `wantsMidi`; off the audio thread.
   open func attach(midi: MidiEvents) {}
 
+  /// The signals the stage reads besides its block (an LV2 plugin's sidechain and CV inputs),
+  /// in the order `attach(feeds:)` gets them. Read once, when a chain is made.
+  open var feedSources: [SignalSource] { [] }
+
+  /// Gives the stage one feed per `feedSources` entry, filled by the chain before the stage
+  /// runs in each cycle. Called once, when a chain is made; off the audio thread.
+  open func attach(feeds: [SignalFeed]) {}
+
   /// Hands a reference block to the unit (`VoiceUnit.receiveReference`).
   /// - Realtime: safe
   open func receiveReference(_ block: StereoBlock, from source: ReferenceSource) {}

@@ -45,6 +45,15 @@ public final class VoiceChain: @unchecked Sendable {
   /// Whether a stage takes MIDI (`UnitStageBase.wantsMidi`).
   public let wantsMidi: Bool
 
+  /// The feeds of the stages' extra inputs (`UnitStageBase.feedSources`): the chain's input,
+  /// the music bed, and the output of each stage another reads (by stage index), filled as the
+  /// block runs.
+  private let inputFeed: SignalFeed?
+  private let musicFeed: SignalFeed?
+  private let stageFeeds: UnsafeMutablePointer<Unmanaged<SignalFeed>?>
+  /// Keeps the feeds alive (`stageFeeds` holds them unretained).
+  private let feeds: [SignalFeed]
+
   /// The sample rate the chain was prepared for.
   public private(set) var sampleRate: Double = 0
 
@@ -99,6 +108,34 @@ public final class VoiceChain: @unchecked Sendable {
     let midiStages = stages.compactMap { ($0 as? UnitStageBase).flatMap { $0.wantsMidi ? $0 : nil } }
     for stage in midiStages { stage.attach(midi: midiEvents) }
     wantsMidi = !midiStages.isEmpty
+    // Feeds: one for the input, one for the music, one per stage whose output another reads.
+    var (input, music): (SignalFeed?, SignalFeed?) = (nil, nil)
+    var byStage: [Int: SignalFeed] = [:]
+    stageFeeds = .allocate(capacity: max(stages.count, 1))
+    stageFeeds.initialize(repeating: nil, count: max(stages.count, 1))
+    for (s, stage) in stages.enumerated() {
+      guard let base = stage as? UnitStageBase, !base.feedSources.isEmpty else { continue }
+      let attached = base.feedSources.map { source -> SignalFeed in
+        switch source {
+        case .input:
+          if input == nil { input = SignalFeed() }
+          return input ?? SignalFeed()
+        case .music:
+          if music == nil { music = SignalFeed() }
+          return music ?? SignalFeed()
+        case .stage(let id):
+          // An earlier stage's output; a later or unknown one stays silent (presets refuse it).
+          guard let k = stages.firstIndex(where: { $0.id == id }), k < s else { return SignalFeed() }
+          let feed = byStage[k] ?? SignalFeed()
+          byStage[k] = feed
+          return feed
+        }
+      }
+      base.attach(feeds: attached)
+    }
+    for (k, feed) in byStage { stageFeeds[k] = Unmanaged.passUnretained(feed) }
+    (inputFeed, musicFeed) = (input, music)
+    feeds = [input, music].compactMap { $0 } + Array(byStage.values)
     let listeners = stages.compactMap { ($0 as? UnitStageBase).flatMap { $0.wantsReference ? $0 : nil } }
     referenceStageCount = listeners.count
     referenceStages = .allocate(capacity: max(listeners.count, 1))
@@ -110,6 +147,7 @@ public final class VoiceChain: @unchecked Sendable {
   deinit {
     order.deinitialize(count: stages.count)
     order.deallocate()
+    stageFeeds.deallocate()
     referenceStages.deallocate()
     timing.deinitialize(count: stages.count * 3)
     timing.deallocate()
@@ -213,7 +251,9 @@ public final class VoiceChain: @unchecked Sendable {
     // one keeps each stage's code and state hot for the whole block.
     let timed = Self.isTimedBlock(blocksRun.pointee)
     blocksRun.pointee &+= 1
+    inputFeed?.fill(left: left, right: right, frames: frames)
     for s in 0..<count {
+      defer { stageFeeds[s]?._withUnsafeGuaranteedRef { $0.fill(left: left, right: right, frames: frames) } }
       guard timed else {
         run(stage: s, left: left, right: right, frames: frames, targets: targets)
         continue
@@ -235,6 +275,17 @@ public final class VoiceChain: @unchecked Sendable {
         referenceStages[i]._withUnsafeGuaranteedRef { $0.receiveReference(block, from: .output) }
       }
     }
+  }
+
+  /// Whether a stage reads the music bed (a plugin's sidechain or CV input): then the engine
+  /// hands it over before `process` each cycle (`feedMusic`).
+  public var wantsMusicFeed: Bool { musicFeed != nil }
+
+  /// The music bed of the block about to be processed, as it comes in (nil: none, silence), for
+  /// the stages that read it.
+  /// - Realtime: safe
+  public func feedMusic(left: UnsafePointer<Float>?, right: UnsafePointer<Float>?, frames: Int) {
+    musicFeed?.fill(left: left, right: right, frames: frames)
   }
 
   /// Whether a stage wants references (an echo canceller): then the engine hands it the music

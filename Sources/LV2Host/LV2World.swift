@@ -83,13 +83,16 @@ public final class LV2World: @unchecked Sendable {
     let required = strings(lilv_plugin_get_required_features(p))
     let optional = strings(lilv_plugin_get_optional_features(p))
     let audioIn = ports.filter { $0.kind == .audio && $0.isInput }.count
+    let sidechains = ports.filter { $0.kind == .audio && $0.isInput && $0.isSidechain }.count
     let audioOut = ports.filter { $0.kind == .audio && !$0.isInput }.count
     var reason: String?
     if let missing = required.first(where: {
       !URI.alwaysProvided.contains($0) && !HostSettings.conditional.contains($0)
     }) {
       reason = "it requires the feature \(missing), which LiveMic does not provide"
-    } else if let layout = PluginInfo.layoutProblem(inputs: audioIn, outputs: audioOut) {
+    } else if let layout = PluginInfo.layoutProblem(
+      inputs: audioIn - sidechains, outputs: audioOut, sidechains: sidechains)
+    {
       reason = layout
     } else if let odd = ports.first(where: { $0.kind == .unknown && !$0.connectionOptional }) {
       reason = "its port '\(odd.symbol)' is of a type LiveMic does not support"
@@ -176,6 +179,24 @@ public final class LV2World: @unchecked Sendable {
       takesMessages = takesMessages || string(designation) == URI.lv2Control
       lilv_node_free(designation)
     }
+    var isSidechain = false
+    if kind == .audio && isA(URI.inputPort) {
+      isSidechain = has(URI.isSideChain)
+      if !isSidechain, let group = lilv_port_get(p, port, node(URI.portGroup)) {
+        if let main = lilv_world_get(world, group, node(URI.sideChainOf), nil) {
+          isSidechain = true
+          lilv_node_free(main)
+        }
+        lilv_node_free(group)
+      }
+      if !isSidechain {
+        let symbol = (string(lilv_port_get_symbol(p, port)) ?? "").lowercased()
+        let label = (string(nameNode) ?? "").lowercased()
+        isSidechain =
+          symbol.contains("sidechain") || symbol.hasPrefix("sc_") || label.contains("sidechain")
+          || label.contains("side chain") || label.contains("side-chain")
+      }
+    }
     let toggled = has(URI.toggled)
     var lo = min.isNaN ? 0 : min
     var hi = max.isNaN ? (toggled ? 1 : lo + 1) : max
@@ -189,7 +210,7 @@ public final class LV2World: @unchecked Sendable {
       logarithmic: has(URI.logarithmic),
       scalePoints: points, enumeration: has(URI.enumeration), reportsLatency: latency,
       connectionOptional: has(URI.connectionOptional), minimumSize: minimumSize, supportsMidi: supportsMidi,
-      takesMessages: takesMessages && isA(URI.inputPort))
+      takesMessages: takesMessages && isA(URI.inputPort), isSidechain: isSidechain)
   }
 
   private func presets(_ p: OpaquePointer) -> [PresetInfo] {

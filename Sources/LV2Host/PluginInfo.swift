@@ -33,6 +33,9 @@ public struct PortInfo: Sendable, Codable, Equatable {
   /// An atom input that takes messages (`lv2:designation lv2:control`, or `atom:supports
   /// patch:Message`): where `patch:Set` and `patch:Get` go.
   public var takesMessages: Bool = false
+  /// An audio input that carries a key signal, not the signal processed (`lv2:isSideChain`, a
+  /// port group that is `pg:sideChainOf` another, or a port named as one: "sidechain", `sc_…`).
+  public var isSidechain: Bool = false
 
   public struct ScalePoint: Sendable, Codable, Equatable {
     public var label: String
@@ -85,16 +88,34 @@ public struct PluginInfo: Sendable, Codable, Equatable {
   /// Whether the plugin has an atom input that takes MIDI.
   public var takesMidi: Bool { ports.contains { $0.kind == .atom && $0.isInput && $0.supportsMidi } }
 
+  /// The sidechain (key) inputs among `audioInputs` (`PortInfo.isSidechain`).
+  public var sidechainInputs: Int { ports.filter { $0.kind == .audio && $0.isInput && $0.isSidechain }.count }
+  /// The audio inputs that carry the processed signal.
+  public var mainInputs: Int { audioInputs - sidechainInputs }
+
   /// An instrument: no audio input (a synth played by MIDI); its output is added to the chain's.
-  public var isInstrument: Bool { audioInputs == 0 }
+  public var isInstrument: Bool { mainInputs == 0 }
 
   /// How many instances run on the stereo chain: a mono plugin runs as two.
-  public var instancesOnStereoChain: Int { audioInputs == 1 && audioOutputs == 1 ? 2 : 1 }
+  public var instancesOnStereoChain: Int { mainInputs == 1 && audioOutputs == 1 ? 2 : 1 }
 
   /// The channel rule for a layout, or nil when the layout is supported.
-  static func layoutProblem(inputs: Int, outputs: Int) -> String? {
+  static func layoutProblem(inputs: Int, outputs: Int, sidechains: Int = 0) -> String? {
+    if sidechains > 0 {
+      guard sidechains <= 2 * max(inputs, 1) else {
+        return "it has \(sidechains) sidechain inputs, and LiveMic feeds at most two per instance"
+      }
+      if inputs == 0 {
+        return
+          "it has sidechain inputs but no main audio input, and LiveMic hosts sidechain plugins that process "
+          + "the chain's signal"
+      }
+    }
     switch (inputs, outputs) {
     case (1, 1), (1, 2), (2, 2), (0, 1), (0, 2): return nil
+    case (0, 0):
+      return
+        "it has no audio ports (a MIDI or control utility), so it would do nothing in LiveMic's audio chain"
     default:
       return "it has \(inputs) audio input(s) and \(outputs) output(s), and LiveMic's stereo chain hosts "
         + "1→1 (run as two instances), 1→2 and 2→2 plugins, and instruments (0→1, 0→2) whose output it adds"

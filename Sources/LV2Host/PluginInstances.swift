@@ -12,6 +12,8 @@ struct PluginInstances {
   var audioIn: [[UnsafeMutablePointer<Float>]] = []
   var audioOut: [[UnsafeMutablePointer<Float>]] = []
   var audioInPorts: [[UInt32]] = []
+  /// Per instance: the sidechain (key) input buffers, in port order (`PortInfo.isSidechain`).
+  var sidechainIn: [[UnsafeMutablePointer<Float>]] = []
   var audioOutPorts: [[UInt32]] = []
   /// Per instance: atom input / output port buffers and their byte capacities.
   var atomIn: [[(UnsafeMutableRawPointer, Int)]] = []
@@ -50,6 +52,7 @@ struct PluginInstances {
     let control = UnsafeMutablePointer<Float>.allocate(capacity: max(ports.count, 1))
     control.initialize(repeating: 0, count: max(ports.count, 1))
     var ins: [UnsafeMutablePointer<Float>] = []
+    var keys: [UnsafeMutablePointer<Float>] = []
     var outs: [UnsafeMutablePointer<Float>] = []
     var (inPorts, outPorts): ([UInt32], [UInt32]) = ([], [])
     var aIn: [(UnsafeMutableRawPointer, Int)] = []
@@ -67,6 +70,8 @@ struct PluginInstances {
         buffer.initialize(repeating: 0, count: capacity)
         if port.kind == .cv {
           other.append(buffer)
+        } else if port.isSidechain {
+          keys.append(buffer)
         } else if port.isInput {
           ins.append(buffer)
           inPorts.append(index)
@@ -95,6 +100,7 @@ struct PluginInstances {
     audioIn.append(ins)
     audioOut.append(outs)
     audioInPorts.append(inPorts)
+    sidechainIn.append(keys)
     audioOutPorts.append(outPorts)
     atomIn.append(aIn)
     atomOut.append(aOut)
@@ -130,7 +136,7 @@ struct PluginInstances {
       lilv_instance_free(instance)
     }
     for c in controls { c.deallocate() }
-    for list in audioIn + audioOut { for b in list { b.deallocate() } }
+    for list in audioIn + audioOut + sidechainIn { for b in list { b.deallocate() } }
     for b in other { b.deallocate() }
     for list in atomIn + atomOut { for (b, _) in list { b.deallocate() } }
   }

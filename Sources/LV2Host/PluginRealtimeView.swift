@@ -40,6 +40,11 @@ struct RealtimeView {
   let atomOutputCount: Int
   /// How many of `atomOutputs` are the first instance's (the ones whose messages are read).
   let firstInstanceAtomOutputCount: Int
+  /// Every sidechain input buffer and the feed channel it gets (0 left, 1 right, 2 the mean):
+  /// a mono plugin's two instances the left and the right, a stereo plugin's two key inputs
+  /// left and right, a single key input the mean.
+  let sidechains: UnsafeMutablePointer<(UnsafeMutablePointer<Float>, Int)>
+  let sidechainCount: Int
   let controlInputs: UnsafeMutablePointer<Int>
   let controlInputCount: Int
   let controlOutputs: UnsafeMutablePointer<Int>
@@ -55,9 +60,20 @@ struct RealtimeView {
     audioInPorts: [[UInt32]], audioOutPorts: [[UInt32]], inPlace: Bool, copiesLeftToRight: Bool,
     atomIn: [[(UnsafeMutableRawPointer, Int)]], atomInMidi: [[Bool]], atomInMessages: [[Bool]],
     atomOut: [[(UnsafeMutableRawPointer, Int)]],
-    controlInputs inputs: [Int], controlOutputs outputs: [Int], rightOutputs: Bool
+    controlInputs inputs: [Int], controlOutputs outputs: [Int], rightOutputs: Bool,
+    sidechainIn: [[UnsafeMutablePointer<Float>]]
   ) {
     hasRightOutputs = rightOutputs
+    var keys: [(UnsafeMutablePointer<Float>, Int)] = []
+    for (k, list) in sidechainIn.enumerated() {
+      for (j, buffer) in list.enumerated() {
+        let channel = sidechainIn.count == 2 ? k : list.count == 2 ? j : copiesLeftToRight ? 0 : 2
+        keys.append((buffer, channel))
+      }
+    }
+    sidechainCount = keys.count
+    sidechains = .allocate(capacity: max(keys.count, 1))
+    for (i, key) in keys.enumerated() { (sidechains + i).initialize(to: key) }
     let two = instances.count == 2
     instance0 = instances[0]
     instance1 = two ? instances[1] : nil
@@ -120,6 +136,7 @@ struct RealtimeView {
 
   func deallocate() {
     atomInputs.deallocate()
+    sidechains.deallocate()
     atomInputMidi.deallocate()
     atomInputMessages.deallocate()
     atomOutputs.deallocate()

@@ -89,6 +89,14 @@ extension PluginStage {
     }
 
     connectAudio(block)
+    if let feed = live.pointee.sidechainFeed {
+      feed._withUnsafeGuaranteedRef { feed in
+        for i in 0..<rt.sidechainCount {
+          let (buffer, channel) = rt.sidechains[i]
+          feed.copy(channel: channel, from: start, count: frames, into: buffer)
+        }
+      }
+    }
 
     lilv_instance_run(rt.instance0, UInt32(frames))
     rt.worker0?._withUnsafeGuaranteedRef { $0.deliverResponses() }

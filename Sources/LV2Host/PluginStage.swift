@@ -26,6 +26,9 @@ public struct PluginDescription: Sendable, Equatable {
   public var properties: [String: String] = [:]
   /// The folder a relative path among `properties` is relative to (the preset file's).
   public var propertiesFolder: String?
+  /// What feeds the plugin's sidechain inputs, when it has any (the preset entry's
+  /// `"sidechain"`; default: the chain's input).
+  public var sidechain: SignalSource = .input
   /// The built-in unit to run instead when the plugin cannot be made (an `automatic` mode's
   /// choice; nil: the stage is left out).
   public var fallback: StageDescription?
@@ -87,6 +90,8 @@ public final class PluginStage: UnitStageBase, ChainStage, @unchecked Sendable {
     var smoothingFrames = 0
     /// The chain's MIDI events (`attach(midi:)`), for a stage that takes MIDI.
     var midi: Unmanaged<MidiEvents>?
+    /// The sidechain's feed (`attach(feeds:)`), for a plugin with sidechain inputs.
+    var sidechainFeed: Unmanaged<SignalFeed>?
   }
   let live: UnsafeMutablePointer<LiveState>
   let bypassStep: Float
@@ -97,6 +102,8 @@ public final class PluginStage: UnitStageBase, ChainStage, @unchecked Sendable {
   let blankType: UInt32
   /// Whether the plugin takes MIDI and its entry lets it have it.
   let takesMidi: Bool
+  /// What feeds the sidechain inputs (nil without any).
+  let sidechainSource: SignalSource?
   /// Messages between the supervisor and the plugin (`PluginStage+Messages.swift`).
   let messages: PluginMessages
   /// The same storage as flat pointers, for the audio thread (no array access, no retains).
@@ -122,6 +129,7 @@ public final class PluginStage: UnitStageBase, ChainStage, @unchecked Sendable {
     objectType = world.urids.map(URI.atomObject)
     blankType = world.urids.map(URI.atomBlank)
     takesMidi = description.midi && info.takesMidi
+    sidechainSource = info.sidechainInputs > 0 ? description.sidechain : nil
     messages = PluginMessages(urids: world.urids)
     controlInputs = inputs.map(\.index)
     controlOutputs = info.ports.filter { $0.kind == .control && !$0.isInput }.map(\.index)
@@ -175,7 +183,8 @@ public final class PluginStage: UnitStageBase, ChainStage, @unchecked Sendable {
       copiesLeftToRight: sharesInstance,
       atomIn: made.atomIn, atomInMidi: made.atomInMidi, atomInMessages: made.atomInMessages,
       atomOut: made.atomOut, controlInputs: controlInputs,
-      controlOutputs: controlOutputs, rightOutputs: info.instancesOnStereoChain == 2
+      controlOutputs: controlOutputs, rightOutputs: info.instancesOnStereoChain == 2,
+      sidechainIn: made.sidechainIn
     )
     // Checked in `check`: the properties are sent for the first runs (the warm-up) to deliver.
     for (name, text) in description.properties.sorted(by: { $0.key < $1.key }) {
@@ -318,6 +327,14 @@ public final class PluginStage: UnitStageBase, ChainStage, @unchecked Sendable {
 
   /// Whether the plugin gets the chain's MIDI (it has a MIDI input and its entry allows it).
   public override var wantsMidi: Bool { takesMidi }
+
+  /// The sidechain's source, for a plugin with sidechain inputs.
+  public override var feedSources: [SignalSource] { sidechainSource.map { [$0] } ?? [] }
+
+  /// Keeps the sidechain's feed, read at each run. Off the audio thread, before the chain runs.
+  public override func attach(feeds: [SignalFeed]) {
+    live.pointee.sidechainFeed = feeds.first.map { Unmanaged.passUnretained($0) }
+  }
 
   /// Keeps the chain's MIDI events, read at each run. Off the audio thread, before the chain runs.
   public override func attach(midi: MidiEvents) {

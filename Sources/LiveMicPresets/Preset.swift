@@ -257,6 +257,12 @@ extension Preset {
       let parsed: ChainEntry
       if entry.object?["lv2"] != nil {
         parsed = try plugin(entry, key: key, path: path)
+        if case .plugin(let d) = parsed, case .stage(let source) = d.sidechain, !ids.contains(source) {
+          throw .invalid(
+            path: path, key: "\(key).sidechain",
+            reason:
+              "'\(source)' is not an earlier stage (use \"input\", \"music\" or the id of a stage before it)")
+        }
       } else {
         let (description, request) = try stage(entry, key: key, path: path)
         parsed = .unit(description)
@@ -309,7 +315,8 @@ extension Preset {
   {
     let object = entry.object ?? [:]
     try checkKeys(
-      object, allowed: ["lv2", "id", "bypass", "params", "preset", "state", "midi", "properties"],
+      object,
+      allowed: ["lv2", "id", "bypass", "params", "preset", "state", "midi", "properties", "sidechain"],
       prefix: key + ".",
       path: path)
     var statePath: String?
@@ -355,6 +362,14 @@ extension Preset {
           path: path, key: "\(key).midi", reason: "expected true or false (whether the plugin gets MIDI)")
       }
       description.midi = flag
+    }
+    if let sc = object["sidechain"] {
+      guard let text = sc.string, !text.isEmpty else {
+        throw .invalid(
+          path: path, key: "\(key).sidechain",
+          reason: "expected \"input\", \"music\" or the id of an earlier stage")
+      }
+      description.sidechain = SignalSource(text)
     }
     if let p = object["properties"] {
       guard let properties = p.object else {

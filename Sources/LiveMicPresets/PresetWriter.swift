@@ -67,6 +67,7 @@ public enum PresetWriter {
           "params": .object(params),
         ]
         if !d.midi { object["midi"] = .bool(false) }
+        if stage.info.sidechainInputs > 0 { object["sidechain"] = .string(d.sidechain.description) }
         // The properties as the plugin last reported them (its patch:Set answers).
         let writable = Set(stage.info.properties.filter(\.writable).map(\.name))
         let reported = stage.propertyValues().filter { writable.contains($0.key) }

@@ -238,6 +238,13 @@ public final class ProcessState: @unchecked Sendable {
     // fading chain's) delivered before either runs.
     let chain = slot.current()
     deliverMidi(io.midi, to: chain, fadingOut: cycle.pointee.fadingOut)
+    // The music bed for the stages that read it (a plugin keyed by the music), in both chains.
+    chain._withUnsafeGuaranteedRef {
+      if $0.wantsMusicFeed { $0.feedMusic(left: io.musicLeft, right: io.musicRight, frames: n) }
+    }
+    cycle.pointee.fadingOut?._withUnsafeGuaranteedRef {
+      if $0.wantsMusicFeed { $0.feedMusic(left: io.musicLeft, right: io.musicRight, frames: n) }
+    }
     if let old = cycle.pointee.fadingOut {
       fadeLeft.update(from: left, count: n)  // the input as the chain gets it (input mute)
       fadeRight.update(from: right, count: n)

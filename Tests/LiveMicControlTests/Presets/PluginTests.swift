@@ -342,6 +342,55 @@ struct PluginTests {
     #expect(try stage.setProperty("gain", text: "-6") == .float(-6))
   }
 
+  @Test(
+    "sidechain: LSP's sidechain compressor keyed by the music bed turns the voice down by the reduction it reports"
+  )
+  func sidechainKeyedByMusic() throws {
+    var description = PluginDescription(
+      id: "duck", uri: "http://lsp-plug.in/plugins/lv2/sc_compressor_stereo", values: ["sct": 2, "cr": 8])
+    description.sidechain = .music
+    let built = try Installed.build([.plugin(description)])
+    let chain = built.chain
+    #expect(chain.wantsMusicFeed)
+    let frames = 256
+    let music = Installed.noise(frames, seed: 3).map { $0 * 1.6 }  // about -7 dBFS RMS
+    let silence = [Float](repeating: 0, count: frames)
+    var phase = 0
+    /// The voice's RMS over the last second of `seconds`, with `key` as the music each block.
+    func voiceLevel(seconds: Int, key: [Float]) -> Double {
+      var sum = 0.0
+      var count = 0
+      let blocks = seconds * 48000 / frames
+      for b in 0..<blocks {
+        var left = (0..<frames).map { Float(0.1 * sin(2 * Double.pi * 440 * Double(phase + $0) / 48000)) }
+        var right = left
+        phase += frames
+        key.withUnsafeBufferPointer {
+          chain.feedMusic(left: $0.baseAddress, right: $0.baseAddress, frames: frames)
+        }
+        chain.process(left: &left, right: &right, blockFrames: frames)
+        if b >= blocks - 48000 / frames {
+          sum += left.reduce(0) { $0 + Double($1) * Double($1) }
+          count += frames
+        }
+      }
+      return (sum / Double(count)).squareRoot()
+    }
+    let quiet = voiceLevel(seconds: 2, key: silence)
+    let ducked = voiceLevel(seconds: 2, key: music)
+    let dropDecibels = 20 * log10(ducked / quiet)
+    let reported = try #require(Installed.value(chain, "duck.rlm"))
+    let reportedDecibels = 20 * log10(Double(reported))
+    print(
+      "[measured] LSP sc compressor keyed by music: the voice fell \(dropDecibels) dB; reported \(reportedDecibels) dB"
+    )
+    #expect(dropDecibels < -3, "the music did not turn the voice down: \(dropDecibels) dB")
+    #expect(
+      abs(dropDecibels - reportedDecibels) < 1, "fell \(dropDecibels) dB, reported \(reportedDecibels) dB")
+    let back = voiceLevel(seconds: 2, key: silence)
+    #expect(abs(20 * log10(back / quiet)) < 0.5, "the voice did not come back: \(back) against \(quiet)")
+  }
+
   @Test("a bad property in an entry is refused before the plugin runs, in one sentence")
   func badProperty() {
     var description = PluginDescription(id: "sampler", uri: "http://lv2plug.in/plugins/eg-sampler")
@@ -414,7 +463,7 @@ struct LV2PresetTests {
       (#"{"lv2": ""}"#, "key 'chain[0].lv2': expected the plugin's URI"),
       (
         #"{"lv2": "urn:a", "gain": 1}"#,
-        "key 'chain[0].gain': unknown key (allowed: bypass, id, lv2, midi, params, preset, properties, state)"
+        "key 'chain[0].gain': unknown key (allowed: bypass, id, lv2, midi, params, preset, properties, sidechain, state)"
       ),
       (#"{"lv2": "urn:a", "id": 1}"#, "key 'chain[0].id': expected a string"),
       (#"{"lv2": "urn:a", "bypass": "yes"}"#, "key 'chain[0].bypass': expected true or false"),
@@ -422,6 +471,11 @@ struct LV2PresetTests {
         #"{"lv2": "urn:a", "midi": 1}"#,
         "key 'chain[0].midi': expected true or false (whether the plugin gets MIDI)"
       ),
+      (
+        #"{"lv2": "urn:a", "sidechain": "eq"}, {"unit": "eq"}"#,
+        "key 'chain[0].sidechain': 'eq' is not an earlier stage"
+      ),
+      (#"{"lv2": "urn:a", "sidechain": 1}"#, "key 'chain[0].sidechain': expected \"input\", \"music\" or the id"),
       (#"{"lv2": "urn:a", "preset": 2}"#, "key 'chain[0].preset': expected a preset URI or label"),
       (
         #"{"lv2": "urn:a", "params": [1]}"#,
