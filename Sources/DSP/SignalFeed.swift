@@ -1,7 +1,7 @@
 /// Where a stage's extra input (an LV2 plugin's sidechain or CV input) comes from.
 ///
 /// Thread: any (value type).
-public enum SignalSource: Sendable, Equatable, CustomStringConvertible {
+public enum SignalSource: Sendable, Hashable, CustomStringConvertible {
   /// The chain's input as the chain gets it (the microphone, after input gain and mute).
   case input
   /// The music bed as it comes in on the music ports (silence without them).

@@ -22,8 +22,9 @@ struct PluginInstances {
   /// messages (`PortInfo.takesMessages`).
   var atomInMidi: [[Bool]] = []
   var atomInMessages: [[Bool]] = []
-  /// CV buffers: silent in, ignored out.
-  var other: [UnsafeMutablePointer<Float>] = []
+  /// Per instance: the CV input and output buffers and their port indices, in port order.
+  var cvIn: [[(UnsafeMutablePointer<Float>, Int)]] = []
+  var cvOut: [[(UnsafeMutablePointer<Float>, Int)]] = []
 
   /// `count` instances of `plugin`, each port connected to storage of its own (audio and CV
   /// buffers of `capacity` frames); on failure nothing is left allocated.
@@ -53,6 +54,9 @@ struct PluginInstances {
     control.initialize(repeating: 0, count: max(ports.count, 1))
     var ins: [UnsafeMutablePointer<Float>] = []
     var keys: [UnsafeMutablePointer<Float>] = []
+    var (cvIns, cvOuts): ([(UnsafeMutablePointer<Float>, Int)], [(UnsafeMutablePointer<Float>, Int)]) = (
+      [], []
+    )
     var outs: [UnsafeMutablePointer<Float>] = []
     var (inPorts, outPorts): ([UInt32], [UInt32]) = ([], [])
     var aIn: [(UnsafeMutableRawPointer, Int)] = []
@@ -69,7 +73,13 @@ struct PluginInstances {
         let buffer = UnsafeMutablePointer<Float>.allocate(capacity: capacity)
         buffer.initialize(repeating: 0, count: capacity)
         if port.kind == .cv {
-          other.append(buffer)
+          // An input holds its port's default until a source or constant is given.
+          if port.isInput {
+            buffer.update(repeating: port.defaultValue, count: capacity)
+            cvIns.append((buffer, port.index))
+          } else {
+            cvOuts.append((buffer, port.index))
+          }
         } else if port.isSidechain {
           keys.append(buffer)
         } else if port.isInput {
@@ -101,6 +111,8 @@ struct PluginInstances {
     audioOut.append(outs)
     audioInPorts.append(inPorts)
     sidechainIn.append(keys)
+    cvIn.append(cvIns)
+    cvOut.append(cvOuts)
     audioOutPorts.append(outPorts)
     atomIn.append(aIn)
     atomOut.append(aOut)
@@ -137,7 +149,7 @@ struct PluginInstances {
     }
     for c in controls { c.deallocate() }
     for list in audioIn + audioOut + sidechainIn { for b in list { b.deallocate() } }
-    for b in other { b.deallocate() }
+    for list in cvIn + cvOut { for (b, _) in list { b.deallocate() } }
     for list in atomIn + atomOut { for (b, _) in list { b.deallocate() } }
   }
 }

@@ -89,6 +89,7 @@ extension PluginStage {
     }
 
     connectAudio(block)
+    if cv.inputCount > 0 { cv.fill(from: start, frames: frames) }
     if let feed = live.pointee.sidechainFeed {
       feed._withUnsafeGuaranteedRef { feed in
         for i in 0..<rt.sidechainCount {
@@ -137,6 +138,7 @@ extension PluginStage {
     for j in 0..<rt.controlOutputCount {
       targets.set(outputsFirst &+ j, rt.controls0[rt.controlOutputs[j]])
     }
+    cv.publish(frames: frames, into: targets, from: outputsFirst &+ cvOutputOffset)
     if rt.hasRightOutputs {
       let right = rt.controls1 ?? rt.controls0  // one instance serving both channels
       let rightFirst = outputsFirst &+ rt.controlOutputCount

@@ -29,6 +29,9 @@ public struct PluginDescription: Sendable, Equatable {
   /// What feeds the plugin's sidechain inputs, when it has any (the preset entry's
   /// `"sidechain"`; default: the chain's input).
   public var sidechain: SignalSource = .input
+  /// What feeds each CV input, by port symbol (the preset entry's `"cv"`); an input not named
+  /// keeps its port's default.
+  public var cv: [String: CVSource] = [:]
   /// The built-in unit to run instead when the plugin cannot be made (an `automatic` mode's
   /// choice; nil: the stage is left out).
   public var fallback: StageDescription?
@@ -104,6 +107,10 @@ public final class PluginStage: UnitStageBase, ChainStage, @unchecked Sendable {
   let takesMidi: Bool
   /// What feeds the sidechain inputs (nil without any).
   let sidechainSource: SignalSource?
+  /// The CV ports (`PluginStage+CV.swift`).
+  let cv: CVPlan
+  /// Where the CV outputs' parameters start, counted from the first control output's.
+  let cvOutputOffset: Int
   /// Messages between the supervisor and the plugin (`PluginStage+Messages.swift`).
   let messages: PluginMessages
   /// The same storage as flat pointers, for the audio thread (no array access, no retains).
@@ -168,6 +175,11 @@ public final class PluginStage: UnitStageBase, ChainStage, @unchecked Sendable {
     if info.instancesOnStereoChain == 2 {
       specs += controlOutputs.map { Self.outputSpec(for: info.ports[$0], suffix: "_right") }
     }
+    cvOutputOffset = controlOutputs.count * (info.instancesOnStereoChain == 2 ? 2 : 1)
+    specs += Self.cvOutputSpecs(info)
+    cv = CVPlan(
+      cvIn: made.cvIn, cvOut: made.cvOut, sources: (try? Self.cvSources(description, info: info)) ?? [:],
+      sharedInstance: sharesInstance, publishesRight: info.instancesOnStereoChain == 2)
     parameterSpecs = specs
     live = .allocate(capacity: 1)
     live.initialize(to: LiveState(bypassMix: description.bypassed ? 1 : 0))
@@ -224,6 +236,7 @@ public final class PluginStage: UnitStageBase, ChainStage, @unchecked Sendable {
           id: description.id, symbol: symbol, value: value, range: port.minimum...port.maximum)
       }
     }
+    _ = try Self.cvSources(description, info: info)
     for (name, text) in description.properties {
       _ = try Self.property(
         name, text: text, of: description.id, info: info, folder: description.propertiesFolder)
@@ -329,11 +342,18 @@ public final class PluginStage: UnitStageBase, ChainStage, @unchecked Sendable {
   public override var wantsMidi: Bool { takesMidi }
 
   /// The sidechain's source, for a plugin with sidechain inputs.
-  public override var feedSources: [SignalSource] { sidechainSource.map { [$0] } ?? [] }
+  public override var feedSources: [SignalSource] { (sidechainSource.map { [$0] } ?? []) + cv.sources }
 
-  /// Keeps the sidechain's feed, read at each run. Off the audio thread, before the chain runs.
+  /// Keeps the sidechain's and the CV inputs' feeds, read at each run. Off the audio thread,
+  /// before the chain runs.
   public override func attach(feeds: [SignalFeed]) {
-    live.pointee.sidechainFeed = feeds.first.map { Unmanaged.passUnretained($0) }
+    var rest = feeds[...]
+    if sidechainSource != nil, let first = rest.popFirst() {
+      live.pointee.sidechainFeed = Unmanaged.passUnretained(first)
+    }
+    for (slot, feed) in rest.enumerated() where slot < cv.sources.count {
+      cv.feeds[slot] = Unmanaged.passUnretained(feed)
+    }
   }
 
   /// Keeps the chain's MIDI events, read at each run. Off the audio thread, before the chain runs.

@@ -257,11 +257,23 @@ extension Preset {
       let parsed: ChainEntry
       if entry.object?["lv2"] != nil {
         parsed = try plugin(entry, key: key, path: path)
-        if case .plugin(let d) = parsed, case .stage(let source) = d.sidechain, !ids.contains(source) {
-          throw .invalid(
-            path: path, key: "\(key).sidechain",
-            reason:
-              "'\(source)' is not an earlier stage (use \"input\", \"music\" or the id of a stage before it)")
+        if case .plugin(let d) = parsed {
+          if case .stage(let source) = d.sidechain, !ids.contains(source) {
+            throw .invalid(
+              path: path, key: "\(key).sidechain",
+              reason:
+                "'\(source)' is not an earlier stage (use \"input\", \"music\" or the id of a stage before it)"
+            )
+          }
+          for (symbol, cv) in d.cv.sorted(by: { $0.key < $1.key }) {
+            if case .signal(.stage(let source)) = cv, !ids.contains(source) {
+              throw .invalid(
+                path: path, key: "\(key).cv.\(symbol)",
+                reason:
+                  "'\(source)' is not an earlier stage (use a number, \"input\", \"music\" or an earlier stage's id)"
+              )
+            }
+          }
         }
       } else {
         let (description, request) = try stage(entry, key: key, path: path)
@@ -316,7 +328,7 @@ extension Preset {
     let object = entry.object ?? [:]
     try checkKeys(
       object,
-      allowed: ["lv2", "id", "bypass", "params", "preset", "state", "midi", "properties", "sidechain"],
+      allowed: ["lv2", "id", "bypass", "params", "preset", "state", "midi", "properties", "sidechain", "cv"],
       prefix: key + ".",
       path: path)
     var statePath: String?
@@ -362,6 +374,23 @@ extension Preset {
           path: path, key: "\(key).midi", reason: "expected true or false (whether the plugin gets MIDI)")
       }
       description.midi = flag
+    }
+    if let c = object["cv"] {
+      guard let inputs = c.object else {
+        throw .invalid(
+          path: path, key: "\(key).cv", reason: "expected an object of CV sources by port symbol")
+      }
+      for (symbol, raw) in inputs {
+        if let number = raw.number {
+          description.cv[symbol] = .constant(Float(number))
+        } else if let text = raw.string, !text.isEmpty {
+          description.cv[symbol] = .signal(SignalSource(text))
+        } else {
+          throw .invalid(
+            path: path, key: "\(key).cv.\(symbol)",
+            reason: "expected a number, \"input\", \"music\" or the id of an earlier stage")
+        }
+      }
     }
     if let sc = object["sidechain"] {
       guard let text = sc.string, !text.isEmpty else {

@@ -68,6 +68,16 @@ public enum PresetWriter {
         ]
         if !d.midi { object["midi"] = .bool(false) }
         if stage.info.sidechainInputs > 0 { object["sidechain"] = .string(d.sidechain.description) }
+        if !d.cv.isEmpty {
+          object["cv"] = .object(
+            JSONObject(
+              d.cv.sorted { $0.key < $1.key }.map { symbol, source in
+                switch source {
+                case .constant(let value): return (symbol, .number(Double(value)))
+                case .signal(let signal): return (symbol, .string(signal.description))
+                }
+              }))
+        }
         // The properties as the plugin last reported them (its patch:Set answers).
         let writable = Set(stage.info.properties.filter(\.writable).map(\.name))
         let reported = stage.propertyValues().filter { writable.contains($0.key) }

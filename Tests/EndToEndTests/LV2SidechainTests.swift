@@ -58,3 +58,59 @@ extension EndToEnd {
     }
   }
 }
+
+/// CV ports, on a real server: Tests/Support/lv2-cv's gain, whose gain is a CV input and whose
+/// CV output carries its output's magnitude, built here (no Debian plugin has CV ports).
+extension EndToEnd {
+  @Suite("LV2 CV ports live", .serialized)
+  struct LV2CVTests {
+    static let uri = "urn:livemic:test:cv-gain"
+
+    /// Runs the frame code through the CV gain with `cv` (its entry's "cv" object) and returns
+    /// the generator's samples, LiveMic's left output over the same frames, and `ctl get`'s
+    /// answer for `cvg.level`.
+    static func run(cv: String, counters: URL) throws -> (direct: [Float], left: [Float], level: String) {
+      let folder = Paths.temporaryFolder("lv2cv")
+      defer { try? FileManager.default.removeItem(at: folder) }
+      _ = try LV2Tests.buildBundle("lv2-cv", binary: "cvgain", in: folder)
+      let installed = ProcessInfo.processInfo.environment["LV2_PATH"] ?? "/usr/lib/lv2"
+      let preset = try LV2Tests.presetFile(#"{"lv2": "\#(uri)", "id": "cvg", "cv": \#(cv)}"#)
+      defer { try? FileManager.default.removeItem(at: preset.deletingLastPathComponent()) }
+      let env = ["LV2_PATH": folder.path + ":" + installed, "XDG_RUNTIME_DIR": folder.path]
+      let rig = try LiveAudioTests.rig(
+        ["-p", preset.path], signal: .sine(frequencyHz: 300, amplitude: 0.5), guardOutput: counters,
+        environment: env)
+      defer { LV2Tests.finish(rig) }
+      #expect(!rig.3.log.contains("left out"), "\(rig.3.log)")
+      let taken = try LV2Tests.recordAfterRamp(rig, frames: 4800)
+      let level = try runLiveMic(["ctl", "-n", "lmclient", "get", "cvg.level"], environment: env)
+      return (taken.direct, taken.left, level.stdout)
+    }
+
+    @Test(
+      "a CV input fed a constant (0.5) and the chain's input: out = in × 0.5, then in × in; the CV output reads back"
+    )
+    func cvInputsAndOutput() throws {
+      let folder = Paths.temporaryFolder("lv2cvguard")
+      defer { try? FileManager.default.removeItem(at: folder) }
+      let counters = folder.appendingPathComponent("rtguard.txt")
+      let constant = try Self.run(cv: #"{"gain": 0.5}"#, counters: counters)
+      let worstConstant = zip(constant.direct, constant.left).map { abs($1 - $0 * 0.5) }.max() ?? 1
+      #expect(worstConstant == 0, "out is not in × 0.5: worst \(worstConstant)")
+      #expect(constant.level.contains("cvg.level"), "\(constant.level)")
+      RealtimeGuard.expectNothingCounted(counters)
+      let fed = try Self.run(cv: #"{"gain": "input"}"#, counters: counters)
+      let worstFed = zip(fed.direct, fed.left).map { abs($1 - $0 * $0) }.max() ?? 1
+      #expect(worstFed == 0, "out is not in × in: worst \(worstFed)")
+      // The CV output (|out| at the end of the last block) reads like a control output.
+      let level = fed.level.split(separator: ":").last.flatMap {
+        Double($0.trimmingCharacters(in: CharacterSet(charactersIn: " \n}")))
+      }
+      #expect(level.map { $0 >= 0 && $0 <= 0.25 } == true, "cvg.level: \(fed.level)")
+      LV2Tests.measured(
+        "CV gain: constant 0.5 worst error \(worstConstant), fed the input worst error \(worstFed); "
+          + "cvg.level read back \(String(describing: level))")
+      RealtimeGuard.expectNothingCounted(counters)
+    }
+  }
+}
