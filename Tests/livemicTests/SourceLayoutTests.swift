@@ -43,6 +43,28 @@ import Testing
     }
   }
 
+  /// DSP/Units holds the units a chain names, each file a `VoiceUnit` (or two of a kind); the
+  /// parts of one unit live in its own folder (Denoise/, Feedback/, WebRTC/), shared helpers in
+  /// Support/.
+  @Test("DSP/Units holds only VoiceUnit types; each unit's helpers have a folder of their own")
+  func unitsAreUnits() throws {
+    let units = try Self.files().filter { $0.path.hasPrefix("DSP/Units/") }
+    #expect(!units.isEmpty)
+    for file in units {
+      let declarations = file.lines.filter { line in
+        ["struct ", "final class ", "class ", "enum "].contains { kind in
+          line.hasPrefix(kind) || line.hasPrefix("public " + kind) || line.hasPrefix("public final " + kind)
+        }
+      }
+      for line in declarations {
+        #expect(line.contains(": VoiceUnit"), "\(file.path) declares a type that is not a unit: \(line)")
+      }
+    }
+    for folder in ["DSP/Denoise/", "DSP/Feedback/", "DSP/WebRTC/"] {
+      #expect(try Self.files().contains { $0.path.hasPrefix(folder) }, "\(folder) is missing")
+    }
+  }
+
   @Test("DSP, the presets and the offline tools import no JACK client and no engine")
   func layersImportDownward() throws {
     let forbidden: [String: Set<String>] = [
