@@ -42,7 +42,10 @@ extension EndToEnd {
     ) throws -> Played {
       let preset = try LV2Tests.presetFile(entry)
       defer { try? FileManager.default.removeItem(at: preset.deletingLastPathComponent()) }
-      let rig = try LiveAudioTests.rig(["-p", preset.path], signal: signal, guardOutput: counters)
+      // A control socket of its own (suites run at once): the witness asks this LiveMic.
+      let env = ["XDG_RUNTIME_DIR": preset.deletingLastPathComponent().path]
+      let rig = try LiveAudioTests.rig(
+        ["-p", preset.path], signal: signal, guardOutput: counters, environment: env)
       defer { LV2Tests.finish(rig) }
       let (_, _, capture, livemic) = rig
       #expect(!livemic.log.contains("left out"), "\(livemic.log)")
@@ -53,7 +56,7 @@ extension EndToEnd {
       usleep(1_300_000)  // the start ramp
       let witness = Witness(
         capture: capture, generators: [(0, signal)],
-        missedCycles: { Witness.missedCycles(client: "lmclient", environment: [:]) })
+        missedCycles: { Witness.missedCycles(client: "lmclient", environment: env) })
       let (on, off, start, end) = try retaking("a note through a plugin") {
         let mark = witness.mark()
         try capture.record(frames: 2400)

@@ -20,8 +20,12 @@ extension EndToEnd {
       let voice = TestSignal.sine(frequencyHz: 440, amplitude: 0.1)
       let music = TestSignal.sine(frequencyHz: 97, amplitude: 0.8)
       // The music is keyed, not heard: at -60 dB it is silent in the output.
+      // A control socket of its own: suites run at once (scripts/e2e), and another's 'lmclient'
+      // must not answer this one's `ctl`.
+      let env = ["XDG_RUNTIME_DIR": folder.path]
       let rig = try MusicTests.rig(
-        ["-p", preset.path, "-c", "music.volume_db=-60"], voice: voice, music: music, guardOutput: counters)
+        ["-p", preset.path, "-c", "music.volume_db=-60"], voice: voice, music: music, guardOutput: counters,
+        environment: env)
       let (server, generators, capture, livemic) = rig
       defer {
         #expect(livemic.interrupt() == 0, "\(livemic.log)")
@@ -31,7 +35,9 @@ extension EndToEnd {
       }
       #expect(!livemic.log.contains("left out"), "\(livemic.log)")
       usleep(1_800_000)  // the start ramp, and the compressor's attack
-      let witness = MusicTests.witness(capture, voice: voice, music: music)
+      let witness = Witness(
+        capture: capture, generators: [(0, music)],
+        missedCycles: { Witness.missedCycles(client: "lmclient", environment: env) })
       let level = try retaking("the voice under the keyed compressor") {
         let mark = witness.mark()
         try capture.record(frames: 9600)
@@ -40,7 +46,7 @@ extension EndToEnd {
         return Take(rms(out[...]), spoilt: witness.evidence(since: mark, to: end))
       }
       let drop = 20 * log10(level / (0.1 / 2.0.squareRoot()))
-      let answer = try runLiveMic(["ctl", "-n", "lmclient", "get", "duck.rlm"])
+      let answer = try runLiveMic(["ctl", "-n", "lmclient", "get", "duck.rlm"], environment: env)
       let reported = answer.stdout.split(whereSeparator: { !"0123456789.-e".contains($0) }).compactMap {
         Double($0)
       }.last
@@ -82,7 +88,7 @@ extension EndToEnd {
         environment: env)
       defer { LV2Tests.finish(rig) }
       #expect(!rig.3.log.contains("left out"), "\(rig.3.log)")
-      let taken = try LV2Tests.recordAfterRamp(rig, frames: 4800)
+      let taken = try LV2Tests.recordAfterRamp(rig, frames: 4800, environment: env)
       let level = try runLiveMic(["ctl", "-n", "lmclient", "get", "cvg.level"], environment: env)
       return (taken.direct, taken.left, level.stdout)
     }

@@ -20,13 +20,14 @@ extension EndToEnd {
     /// in the frame times, an xrun, the generator's own signal off, a cycle LiveMic missed) is
     /// recorded again (`retaking`): what a late client's buffers hold then is not LiveMic's.
     static func recordAfterRamp(
-      _ rig: (JackServer, TestClient, TestClient, LiveMicProcess), frames: Int = 24000
+      _ rig: (JackServer, TestClient, TestClient, LiveMicProcess), frames: Int = 24000,
+      environment: [String: String] = [:]
     ) throws -> (times: [UInt32], direct: [Float], left: [Float], right: [Float]) {
       usleep(1_300_000)
       let capture = rig.2
       let witness = Witness(
         capture: capture, generators: rig.1.signal.map { [(0, $0)] } ?? [],
-        missedCycles: { Witness.missedCycles(client: "lmclient", environment: [:]) })
+        missedCycles: { Witness.missedCycles(client: "lmclient", environment: environment) })
       let (start, end) = try retaking("a window of \(frames) frames after the ramp") {
         let mark = witness.mark()
         try capture.record(frames: frames)

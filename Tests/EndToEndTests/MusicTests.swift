@@ -10,7 +10,7 @@ extension EndToEnd {
     /// `monitor`, in_4 the voice directly and in_5 `monitor_1`.
     static func rig(
       _ arguments: [String], voice: TestSignal, music: TestSignal, monitor: Bool = false,
-      guardOutput: URL? = nil, period: Int = JackServer.takePeriod
+      guardOutput: URL? = nil, period: Int = JackServer.takePeriod, environment: [String: String] = [:]
     ) throws -> (JackServer, [TestClient], TestClient, LiveMicProcess) {
       let server = try JackServer(period: period)
       let voiceGenerator = try TestClient(
@@ -28,7 +28,7 @@ extension EndToEnd {
           "--connect-music", "\(musicOut),\(musicOut)",
           "--connect-out", "\(capture.portName("in_2")),\(capture.portName("in_3"))",
         ] + (monitor ? ["--connect-monitor", capture.portName("in_5")] : []) + arguments,
-        guardOutput: guardOutput)
+        guardOutput: guardOutput, environment: environment)
       guard livemic.waitForLog("latency capture-to-playback") else {
         throw HarnessError("livemic did not start: \(livemic.log)")
       }
