@@ -120,3 +120,75 @@ extension EndToEnd {
     }
   }
 }
+
+/// Messages and outputs on a real server with Debian plugins: x42 convoLV2 given its impulse
+/// response by `patch:Set` from the preset, and x42 dpl#mono's two instances' outputs.
+extension EndToEnd {
+  @Suite("LV2 properties and outputs live", .serialized)
+  struct LV2PropertyTests {
+    @Test(
+      "convoLV2 loads the impulse response the preset's \"properties\" name: the output is the convolution")
+    func convolverLoadsItsImpulseResponse() throws {
+      let preset = try LV2Tests.presetFile(
+        #"{"lv2": "http://gareus.org/oss/lv2/convoLV2#Mono", "id": "ir", "properties": {"impulse": "ir.wav"}}"#
+      )
+      let folder = preset.deletingLastPathComponent()
+      defer { try? FileManager.default.removeItem(at: folder) }
+      // Two taps: 0.5 at frame 10, -0.25 at frame 30 (convoLV2 applies its own gain of 0.5).
+      try LV2MidiTests.writeMono(
+        folder.appendingPathComponent("ir.wav").path, (0..<64).map { $0 == 10 ? 0.5 : $0 == 30 ? -0.25 : 0 })
+      let env = ["XDG_RUNTIME_DIR": folder.path]
+      let counters = folder.appendingPathComponent("rtguard.txt")
+      let rig = try LiveAudioTests.rig(
+        ["-p", preset.path], signal: .frameCode, guardOutput: counters, environment: env)
+      defer { LV2Tests.finish(rig) }
+      #expect(!rig.3.log.contains("left out"), "\(rig.3.log)")
+      usleep(500_000)  // the worker's load
+      let taken = try LV2Tests.recordAfterRamp(rig, frames: 9600, environment: env)
+      let latency = 0  // convoLV2 convolves without latency (it declares none)
+      var worst: Float = 0
+      for i in 64..<taken.direct.count {
+        let expected = 0.25 * taken.direct[i - 10 - latency] - 0.125 * taken.direct[i - 30 - latency]
+        worst = max(worst, abs(taken.left[i] - expected))
+      }
+      LV2Tests.measured(
+        "convoLV2 with the preset's ir.wav (patch:Set): worst error against the convolution \(worst)")
+      #expect(worst < 1e-5, "the output is not the convolution: worst \(worst)")
+      let reported = try runLiveMic(["ctl", "-n", "lmclient", "get", "ir.impulse"], environment: env)
+      #expect(reported.stdout.contains("ir.wav"), "\(reported.stdout) \(reported.stderr)")
+      RealtimeGuard.expectNothingCounted(counters)
+    }
+
+    @Test("a mono plugin on the stereo chain shows both instances' outputs: dpl#mono's level and level_right")
+    func bothInstancesOutputs() throws {
+      let folder = Paths.temporaryFolder("lv2outputs")
+      defer { try? FileManager.default.removeItem(at: folder) }
+      let env = ["XDG_RUNTIME_DIR": folder.path]
+      // Two inputs: the left loud, the right silent.
+      let server = try JackServer(period: JackServer.takePeriod)
+      defer { server.stop() }
+      let loud = try TestClient(
+        name: "lmloud", server: server.name, signal: .sine(frequencyHz: 300, amplitude: 0.9),
+        captureChannels: 0)
+      defer { loud.close() }
+      let livemic = try LiveMicProcess(
+        [
+          "-s", server.name, "-n", "lmclient", "-i", "2", "-p", "flat", "--plugin",
+          "http://gareus.org/oss/lv2/dpl#mono", "--connect-in", loud.portName("out"),
+        ], environment: env)
+      defer { _ = livemic.interrupt() }
+      #expect(livemic.waitForLog("latency capture-to-playback"), "\(livemic.log)")
+      usleep(1_500_000)
+      let answer = try runLiveMic(["ctl", "-n", "lmclient", "--json", "get"], environment: env).stdout
+      func value(_ key: String) -> Double? {
+        guard let range = answer.range(of: "\"\(key)\":") else { return nil }
+        let rest = answer[range.upperBound...].drop { $0 == " " }
+        return Double(rest.prefix { "0123456789.-e".contains($0) })
+      }
+      let (left, right) = (value("dpl_mono.level"), value("dpl_mono.level_right"))
+      LV2Tests.measured(
+        "dpl#mono: level \(String(describing: left)) (left, loud), level_right \(String(describing: right))")
+      #expect(left != nil && right != nil && left != right, "\(answer)")
+    }
+  }
+}
