@@ -8,12 +8,16 @@ public enum SignalSource: Sendable, Hashable, CustomStringConvertible {
   case music
   /// The output of an earlier stage of the same chain, by id, in the same cycle.
   case stage(String)
+  /// The voice as it reaches the stage: for a stage that processes the music bed (`"on":
+  /// "music"`), the voice chain's signal at its place in the chain.
+  case voice
 
-  /// The preset's spelling: `input`, `music` or a stage id.
+  /// The preset's spelling: `input`, `music`, `voice` or a stage id.
   public init(_ text: String) {
     switch text {
     case "input": self = .input
     case "music": self = .music
+    case "voice": self = .voice
     default: self = .stage(text)
     }
   }
@@ -22,6 +26,7 @@ public enum SignalSource: Sendable, Hashable, CustomStringConvertible {
     switch self {
     case .input: return "input"
     case .music: return "music"
+    case .voice: return "voice"
     case .stage(let id): return id
     }
   }

@@ -33,6 +33,11 @@ open class UnitStageBase {
   /// stage that `wantsMidi`; off the audio thread.
   open func attach(midi: MidiEvents) {}
 
+  /// Whether the stage processes the music bed instead of the voice (a plugin entry's `"on":
+  /// "music"`): the chain runs it on the music as it comes in, and the engine mixes the result.
+  /// Read once, when a chain is made.
+  open var processesMusic: Bool { false }
+
   /// The signals the stage reads besides its block (an LV2 plugin's sidechain and CV inputs),
   /// in the order `attach(feeds:)` gets them. Read once, when a chain is made.
   open var feedSources: [SignalSource] { [] }

@@ -51,6 +51,12 @@ public final class VoiceChain: @unchecked Sendable {
   private let inputFeed: SignalFeed?
   private let musicFeed: SignalFeed?
   private let stageFeeds: UnsafeMutablePointer<Unmanaged<SignalFeed>?>
+  /// Per stage: the feed of the voice as it reaches the stage (`SignalSource.voice`), filled
+  /// just before it runs; and whether the stage runs on the music bed (`processesMusic`).
+  private let voiceFeeds: UnsafeMutablePointer<Unmanaged<SignalFeed>?>
+  private let onMusic: UnsafeMutablePointer<Bool>
+  /// Whether a stage processes the music bed: then the engine mixes `processedMusic`.
+  public let processesMusic: Bool
   /// Keeps the feeds alive (`stageFeeds` holds them unretained).
   private let feeds: [SignalFeed]
 
@@ -111,12 +117,28 @@ public final class VoiceChain: @unchecked Sendable {
     // Feeds: one for the input, one for the music, one per stage whose output another reads.
     var (input, music): (SignalFeed?, SignalFeed?) = (nil, nil)
     var byStage: [Int: SignalFeed] = [:]
+    var byVoice: [Int: SignalFeed] = [:]
     stageFeeds = .allocate(capacity: max(stages.count, 1))
     stageFeeds.initialize(repeating: nil, count: max(stages.count, 1))
+    voiceFeeds = .allocate(capacity: max(stages.count, 1))
+    voiceFeeds.initialize(repeating: nil, count: max(stages.count, 1))
+    onMusic = .allocate(capacity: max(stages.count, 1))
+    onMusic.initialize(repeating: false, count: max(stages.count, 1))
+    var anyOnMusic = false
+    for (s, stage) in stages.enumerated() where (stage as? UnitStageBase)?.processesMusic ?? false {
+      onMusic[s] = true
+      anyOnMusic = true
+      if music == nil { music = SignalFeed() }
+    }
+    processesMusic = anyOnMusic
     for (s, stage) in stages.enumerated() {
       guard let base = stage as? UnitStageBase, !base.feedSources.isEmpty else { continue }
       let attached = base.feedSources.map { source -> SignalFeed in
         switch source {
+        case .voice:
+          let feed = byVoice[s] ?? SignalFeed()
+          byVoice[s] = feed
+          return feed
         case .input:
           if input == nil { input = SignalFeed() }
           return input ?? SignalFeed()
@@ -134,8 +156,9 @@ public final class VoiceChain: @unchecked Sendable {
       base.attach(feeds: attached)
     }
     for (k, feed) in byStage { stageFeeds[k] = Unmanaged.passUnretained(feed) }
+    for (k, feed) in byVoice { voiceFeeds[k] = Unmanaged.passUnretained(feed) }
     (inputFeed, musicFeed) = (input, music)
-    feeds = [input, music].compactMap { $0 } + Array(byStage.values)
+    feeds = [input, music].compactMap { $0 } + Array(byStage.values) + Array(byVoice.values)
     let listeners = stages.compactMap { ($0 as? UnitStageBase).flatMap { $0.wantsReference ? $0 : nil } }
     referenceStageCount = listeners.count
     referenceStages = .allocate(capacity: max(listeners.count, 1))
@@ -148,6 +171,8 @@ public final class VoiceChain: @unchecked Sendable {
     order.deinitialize(count: stages.count)
     order.deallocate()
     stageFeeds.deallocate()
+    voiceFeeds.deallocate()
+    onMusic.deallocate()
     referenceStages.deallocate()
     timing.deinitialize(count: stages.count * 3)
     timing.deallocate()
@@ -281,6 +306,13 @@ public final class VoiceChain: @unchecked Sendable {
   /// hands it over before `process` each cycle (`feedMusic`).
   public var wantsMusicFeed: Bool { musicFeed != nil }
 
+  /// The music bed as the stages that process it left it in this cycle (`processesMusic`), for
+  /// the engine to mix instead of the music as it came in; nil without such a stage.
+  public var processedMusic: (left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>)? {
+    guard processesMusic, let musicFeed else { return nil }
+    return (musicFeed.left, musicFeed.right)
+  }
+
   /// The music bed of the block about to be processed, as it comes in (nil: none, silence), for
   /// the stages that read it.
   /// - Realtime: safe
@@ -311,6 +343,13 @@ public final class VoiceChain: @unchecked Sendable {
     stage s: Int, left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>, frames: Int,
     targets: ParameterTargets
   ) {
+    voiceFeeds[s]?._withUnsafeGuaranteedRef { $0.fill(left: left, right: right, frames: frames) }
+    if onMusic[s], let music = musicFeed, let builtin = order[s].builtin {
+      // Only the frames the feed holds (`SignalFeed.capacity`); a longer block's rest is silent.
+      let block = StereoBlock(left: music.left, right: music.right, frames: min(frames, SignalFeed.capacity))
+      builtin._withUnsafeGuaranteedRef { $0.process(block, targets: targets) }
+      return
+    }
     guard let builtin = order[s].builtin else {
       order[s].stage.process(StereoBlock(left: left, right: right, frames: frames), targets: targets)
       return

@@ -29,6 +29,9 @@ public struct PluginDescription: Sendable, Equatable {
   /// What feeds the plugin's sidechain inputs, when it has any (the preset entry's
   /// `"sidechain"`; default: the chain's input).
   public var sidechain: SignalSource = .input
+  /// Whether the plugin processes the music bed instead of the voice (the entry's `"on":
+  /// "music"`; its sidechain then defaults to the voice as it reaches the plugin).
+  public var onMusic = false
   /// What feeds each CV input, by port symbol (the preset entry's `"cv"`); an input not named
   /// keeps its port's default.
   public var cv: [String: CVSource] = [:]
@@ -107,6 +110,8 @@ public final class PluginStage: UnitStageBase, ChainStage, @unchecked Sendable {
   let takesMidi: Bool
   /// What feeds the sidechain inputs (nil without any).
   let sidechainSource: SignalSource?
+  /// Whether the plugin runs on the music bed (`PluginDescription.onMusic`).
+  let runsOnMusic: Bool
   /// The CV ports (`PluginStage+CV.swift`).
   let cv: CVPlan
   /// Where the CV outputs' parameters start, counted from the first control output's.
@@ -137,6 +142,7 @@ public final class PluginStage: UnitStageBase, ChainStage, @unchecked Sendable {
     blankType = world.urids.map(URI.atomBlank)
     takesMidi = description.midi && info.takesMidi
     sidechainSource = info.sidechainInputs > 0 ? description.sidechain : nil
+    runsOnMusic = description.onMusic
     messages = PluginMessages(urids: world.urids)
     controlInputs = inputs.map(\.index)
     controlOutputs = info.ports.filter { $0.kind == .control && !$0.isInput }.map(\.index)
@@ -340,6 +346,9 @@ public final class PluginStage: UnitStageBase, ChainStage, @unchecked Sendable {
 
   /// Whether the plugin gets the chain's MIDI (it has a MIDI input and its entry allows it).
   public override var wantsMidi: Bool { takesMidi }
+
+  /// Whether the plugin runs on the music bed.
+  public override var processesMusic: Bool { runsOnMusic }
 
   /// The sidechain's source, for a plugin with sidechain inputs.
   public override var feedSources: [SignalSource] { (sidechainSource.map { [$0] } ?? []) + cv.sources }

@@ -328,7 +328,9 @@ extension Preset {
     let object = entry.object ?? [:]
     try checkKeys(
       object,
-      allowed: ["lv2", "id", "bypass", "params", "preset", "state", "midi", "properties", "sidechain", "cv"],
+      allowed: [
+        "lv2", "id", "bypass", "params", "preset", "state", "midi", "properties", "sidechain", "cv", "on",
+      ],
       prefix: key + ".",
       path: path)
     var statePath: String?
@@ -391,6 +393,16 @@ extension Preset {
             reason: "expected a number, \"input\", \"music\" or the id of an earlier stage")
         }
       }
+    }
+    if let on = object["on"] {
+      guard let text = on.string, text == "voice" || text == "music" else {
+        throw .invalid(
+          path: path, key: "\(key).on",
+          reason: "expected \"voice\" (the default) or \"music\" (the music bed)")
+      }
+      description.onMusic = text == "music"
+      // On the music, the key is the voice unless the entry says otherwise.
+      if description.onMusic { description.sidechain = .voice }
     }
     if let sc = object["sidechain"] {
       guard let text = sc.string, !text.isEmpty else {

@@ -67,6 +67,7 @@ public enum PresetWriter {
           "params": .object(params),
         ]
         if !d.midi { object["midi"] = .bool(false) }
+        if d.onMusic { object["on"] = .string("music") }
         if stage.info.sidechainInputs > 0 { object["sidechain"] = .string(d.sidechain.description) }
         if !d.cv.isEmpty {
           object["cv"] = .object(

@@ -65,6 +65,73 @@ extension EndToEnd {
   }
 }
 
+extension EndToEnd.LV2SidechainTests {
+  /// The amplitude of the `hz` sine in `x` (a window of whole periods of it).
+  static func amplitude(_ x: [Float], hz: Double) -> Double {
+    var (c, s) = (0.0, 0.0)
+    for (i, v) in x.enumerated() {
+      let phase = 2 * Double.pi * hz * Double(i) / 48000
+      c += Double(v) * cos(phase)
+      s += Double(v) * sin(phase)
+    }
+    return 2 * (c * c + s * s).squareRoot() / Double(x.count)
+  }
+
+  @Test(
+    "\"on\": \"music\": LSP's sidechain compressor on the music bed, keyed by the voice, takes the music down by the reduction it reports"
+  )
+  func musicDucksUnderTheVoice() throws {
+    let preset = try EndToEnd.LV2Tests.presetFile(
+      #"{"lv2": "http://lsp-plug.in/plugins/lv2/sc_compressor_stereo", "id": "duck", "on": "music", "params": {"sct": 2, "cr": 8, "al": 0.05}}"#
+    )
+    let folder = preset.deletingLastPathComponent()
+    defer { try? FileManager.default.removeItem(at: folder) }
+    let counters = folder.appendingPathComponent("rtguard.txt")
+    let env = ["XDG_RUNTIME_DIR": folder.path]
+    // The voice at 1000 Hz, the music at 100 Hz: over 9600 frames (200 and 20 periods) each
+    // one's amplitude in the output is measured apart from the other's.
+    let voice = TestSignal.sine(frequencyHz: 1000, amplitude: 0.3)
+    let music = TestSignal.sine(frequencyHz: 100, amplitude: 0.5)
+    let rig = try EndToEnd.MusicTests.rig(
+      ["-p", preset.path, "-c", "music.volume_db=0"], voice: voice, music: music, guardOutput: counters,
+      environment: env)
+    let (server, generators, capture, livemic) = rig
+    defer {
+      #expect(livemic.interrupt() == 0, "\(livemic.log)")
+      for g in generators { g.close() }
+      capture.close()
+      server.stop()
+    }
+    #expect(!livemic.log.contains("left out"), "\(livemic.log)")
+    usleep(1_800_000)  // the start ramp, and the compressor's attack
+    let witness = Witness(
+      capture: capture, generators: [(0, music)],
+      missedCycles: { Witness.missedCycles(client: "lmclient", environment: env) })
+    let (musicOut, voiceOut) = try retaking("the music under the keyed compressor") {
+      let mark = witness.mark()
+      try capture.record(frames: 9600)
+      let out = capture.recording(channel: 1, from: mark.frame, to: mark.frame + 9600).samples
+      return Take(
+        (Self.amplitude(out, hz: 100), Self.amplitude(out, hz: 1000)),
+        spoilt: witness.evidence(since: mark, to: capture.frameCount))
+    }
+    let drop = 20 * log10(musicOut / 0.5)
+    let answer = try runLiveMic(["ctl", "-n", "lmclient", "get", "duck.rlm"], environment: env)
+    let reported = answer.stdout.split(whereSeparator: { !"0123456789.-e".contains($0) }).compactMap {
+      Double($0)
+    }.last.map { 20 * log10($0) }
+    EndToEnd.LV2Tests.measured(
+      "LSP sc compressor on the music keyed by the voice: the music fell \(drop) dB (reported "
+        + "\(String(describing: reported)) dB); the voice at \(voiceOut) (in 0.3)")
+    #expect(drop < -3, "the voice did not take the music down: \(drop) dB")
+    #expect(
+      reported.map { abs(drop - $0) < 1 } == true, "fell \(drop) dB, reported \(String(describing: reported))"
+    )
+    #expect(abs(voiceOut - 0.3) < 0.003, "the voice changed: \(voiceOut)")
+    RealtimeGuard.expectNothingCounted(counters)
+  }
+}
+
 /// CV ports, on a real server: Tests/Support/lv2-cv's gain, whose gain is a CV input and whose
 /// CV output carries its output's magnitude, built here (no Debian plugin has CV ports).
 extension EndToEnd {

@@ -260,7 +260,13 @@ public final class ProcessState: @unchecked Sendable {
     if io.feedsTaps { taps.write(.input, left: inL, right: inR, frames: n) }
     chain._withUnsafeGuaranteedRef { $0.process(left: left, right: right, frames: n, inputSanitized: true) }
     if let old = cycle.pointee.fadingOut { crossfade(from: old, left: left, right: right, frames: n) }
-    let (musicLeft, musicRight) = (io.musicLeft, io.musicRight)
+    var (musicLeft, musicRight) = (io.musicLeft, io.musicRight)
+    // A stage that processes the music bed (a plugin `"on": "music"`): its result is the music.
+    if musicLeft != nil, n <= SignalFeed.capacity,
+      let processed = chain._withUnsafeGuaranteedRef({ $0.processedMusic })
+    {
+      (musicLeft, musicRight) = (processed.left, processed.right)
+    }
     let (monitorLeft, monitorRight) = (io.monitorLeft, io.monitorRight)
     if let monitorLeft, let monitorRight {
       chain._withUnsafeGuaranteedRef {

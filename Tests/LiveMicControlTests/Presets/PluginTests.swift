@@ -511,7 +511,7 @@ struct LV2PresetTests {
       (#"{"lv2": ""}"#, "key 'chain[0].lv2': expected the plugin's URI"),
       (
         #"{"lv2": "urn:a", "gain": 1}"#,
-        "key 'chain[0].gain': unknown key (allowed: bypass, cv, id, lv2, midi, params, preset, properties, sidechain, state)"
+        "key 'chain[0].gain': unknown key (allowed: bypass, cv, id, lv2, midi, on, params, preset, properties, sidechain, state)"
       ),
       (#"{"lv2": "urn:a", "id": 1}"#, "key 'chain[0].id': expected a string"),
       (#"{"lv2": "urn:a", "bypass": "yes"}"#, "key 'chain[0].bypass': expected true or false"),
@@ -526,6 +526,10 @@ struct LV2PresetTests {
       (
         #"{"lv2": "urn:a", "sidechain": 1}"#,
         "key 'chain[0].sidechain': expected \"input\", \"music\" or the id"
+      ),
+      (
+        #"{"lv2": "urn:a", "on": "drums"}"#,
+        "key 'chain[0].on': expected \"voice\" (the default) or \"music\""
       ),
       (#"{"lv2": "urn:a", "preset": 2}"#, "key 'chain[0].preset': expected a preset URI or label"),
       (
