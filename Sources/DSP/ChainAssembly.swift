@@ -139,9 +139,11 @@ public struct ChainAssembly {
   }
 
   /// Makes the chain and prepares it (warmed with a block of silence) for `sampleRate`.
-  public func makeChain(sampleRate: Double, warmFrames: Int = VoiceChain.subBlockFrames * 4) -> VoiceChain {
+  public func makeChain(
+    sampleRate: Double, warmFrames: Int = VoiceChain.subBlockFrames * 4, context: ProcessingContext = .offline
+  ) -> VoiceChain {
     let chain = VoiceChain(stages: stages, parameters: parameters, initialValues: values)
-    chain.prepare(sampleRate: sampleRate, warmFrames: warmFrames)
+    chain.prepare(sampleRate: sampleRate, warmFrames: warmFrames, context: context)
     return chain
   }
 
@@ -153,11 +155,11 @@ public struct ChainAssembly {
   }
 
   /// Builds and prepares a chain of built-in units.
-  public static func build(_ descriptions: [StageDescription], sampleRate: Double)
-    throws(ChainError) -> VoiceChain
-  {
+  public static func build(
+    _ descriptions: [StageDescription], sampleRate: Double, context: ProcessingContext = .offline
+  ) throws(ChainError) -> VoiceChain {
     var assembly = ChainAssembly()
     for d in descriptions { try assembly.append(d) }
-    return assembly.makeChain(sampleRate: sampleRate)
+    return assembly.makeChain(sampleRate: sampleRate, context: context)
   }
 }

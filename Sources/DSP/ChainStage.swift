@@ -7,8 +7,8 @@ public protocol ChainStage: AnyObject {
   var id: String { get }
   /// Latency this stage adds, in frames.
   var latencyFrames: Int { get }
-  /// Prepares for a sample rate and maximum block size. May allocate.
-  func prepare(sampleRate: Double, maxFrames: Int)
+  /// Prepares for a sample rate, maximum block size and how the chain runs. May allocate.
+  func prepare(sampleRate: Double, maxFrames: Int, context: ProcessingContext)
   /// Processes a block in place, reading its parameter targets: built-in units get sub-blocks
   /// of at most `VoiceChain.subBlockFrames`, other stages (plugins) the host's whole block.
   /// - Realtime: safe
@@ -16,4 +16,11 @@ public protocol ChainStage: AnyObject {
   /// Clears signal state.
   /// - Realtime: safe
   func reset()
+}
+
+extension ChainStage {
+  /// Prepares for offline use (the tests, the offline tools).
+  public func prepare(sampleRate: Double, maxFrames: Int) {
+    prepare(sampleRate: sampleRate, maxFrames: maxFrames, context: .offline)
+  }
 }

@@ -155,7 +155,7 @@ public final class UnitStage<Unit: VoiceUnit>: UnitStageBase, ChainStage {
   /// next in-place write copy them (an allocation, and a data race).
   public private(set) var latencyFrames = 0
 
-  public func prepare(sampleRate: Double, maxFrames: Int) {
+  public func prepare(sampleRate: Double, maxFrames: Int, context: ProcessingContext) {
     precondition(maxFrames <= dryCapacity, "stage prepared beyond its capacity")
     fade.pointee.smoothing = Smoothing.alpha(frames: maxFrames, sampleRate: sampleRate)
     fade.pointee.sampleRate = sampleRate
@@ -164,7 +164,7 @@ public final class UnitStage<Unit: VoiceUnit>: UnitStageBase, ChainStage {
     fade.pointee.step = 1 / max(Float(sampleRate) * Self.bypassFadeMilliseconds / 1000, 1)
     unit.pointee.prepare(
       sampleRate: sampleRate, maxFrames: maxFrames,
-      parameters: ParameterValues(previous: previous, current: current))
+      parameters: ParameterValues(previous: previous, current: current), context: context)
     latencyFrames = unit.pointee.latencyFrames
   }
 

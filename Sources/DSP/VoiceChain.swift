@@ -60,6 +60,10 @@ public final class VoiceChain: @unchecked Sendable {
   /// Keeps the feeds alive (`stageFeeds` holds them unretained).
   private let feeds: [SignalFeed]
 
+  /// How the chain was prepared to run (offline, or live with its helper threads' priority and
+  /// the host period its units' latency was declared for).
+  public private(set) var context = ProcessingContext.offline
+
   /// The sample rate the chain was prepared for.
   public private(set) var sampleRate: Double = 0
 
@@ -235,9 +239,14 @@ public final class VoiceChain: @unchecked Sendable {
   /// costs (type metadata caches) are paid here, not on the audio thread: one block of built-in
   /// units, or, with plugins, `pluginWarmSeconds` in blocks of `warmFrames` (the host's period,
   /// so plugins promised fixed blocks get them). Not real-time.
-  public func prepare(sampleRate: Double, warmFrames: Int = subBlockFrames * 4) {
+  public func prepare(
+    sampleRate: Double, warmFrames: Int = subBlockFrames * 4, context: ProcessingContext = .offline
+  ) {
     self.sampleRate = sampleRate
-    for stage in stages { stage.prepare(sampleRate: sampleRate, maxFrames: Self.subBlockFrames) }
+    self.context = context
+    for stage in stages {
+      stage.prepare(sampleRate: sampleRate, maxFrames: Self.subBlockFrames, context: context)
+    }
     // Built-in units are warmed with the same block whatever the host's period (so a render's
     // output does not depend on --frames). Before this looked for plugins by type, and every
     // stage matched: plugins got one block of 128 frames, even those promised fixed blocks.

@@ -21,6 +21,10 @@ public protocol VoiceUnit {
   /// Sizes buffers and coefficients for a sample rate. May allocate; never on the audio thread.
   /// `maxFrames` is the largest block `process` will be given.
   mutating func prepare(sampleRate: Double, maxFrames: Int, parameters: ParameterValues)
+  /// The same, knowing how the chain runs (`ProcessingContext`): a unit with a helper thread
+  /// (WebRTC's) implements it; the others get the default, which calls the one above.
+  mutating func prepare(
+    sampleRate: Double, maxFrames: Int, parameters: ParameterValues, context: ProcessingContext)
 
   /// Clears all signal state (delay lines, envelopes, filter memories) without allocating.
   /// - Realtime: safe
@@ -169,5 +173,13 @@ public enum DSPMath {
   @inline(__always)
   public static func flush(_ x: Float) -> Float {
     abs(x) < 1e-20 ? 0 : x
+  }
+}
+
+extension VoiceUnit {
+  public mutating func prepare(
+    sampleRate: Double, maxFrames: Int, parameters: ParameterValues, context: ProcessingContext
+  ) {
+    prepare(sampleRate: sampleRate, maxFrames: maxFrames, parameters: parameters)
   }
 }

@@ -1,4 +1,7 @@
-/// How the host runs plugins, which decides the block-length features it can promise.
+import DSP
+
+/// How the host runs plugins, which decides the block-length features it can promise; and how
+/// the chain built with them runs (`processing`, given to every stage at `prepare`).
 ///
 /// Thread: any (value type).
 public struct HostSettings: Sendable, Equatable {
@@ -14,11 +17,15 @@ public struct HostSettings: Sendable, Equatable {
   /// input, and no stage before it that makes them differ): a mono plugin then runs as one
   /// instance, its output given to both channels, instead of one instance per channel.
   public var identicalChannels: Bool
+  /// Offline, or live with the helper threads' priority and the host period (the built-in units
+  /// that hand work to a helper thread declare latency for it).
+  public var processing: ProcessingContext
 
   public init(
     sampleRate: Double, maxBlockFrames: Int, nominalBlockFrames: Int, fixedBlocks: Bool,
-    identicalChannels: Bool = false
+    identicalChannels: Bool = false, processing: ProcessingContext = .offline
   ) {
+    self.processing = processing
     self.sampleRate = sampleRate
     self.maxBlockFrames = maxBlockFrames
     self.nominalBlockFrames = nominalBlockFrames

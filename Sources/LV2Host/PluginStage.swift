@@ -379,7 +379,7 @@ public final class PluginStage: UnitStageBase, ChainStage, @unchecked Sendable {
   /// Called by the chain builder with the index of this stage's first parameter.
   public func bind(firstParameter: Int) { live.pointee.firstParameter = firstParameter }
 
-  public func prepare(sampleRate: Double, maxFrames: Int) {}
+  public func prepare(sampleRate: Double, maxFrames: Int, context: ProcessingContext) {}
 
   /// Plugins keep their own state; there is nothing to clear without re-activating.
   /// - Realtime: safe

@@ -37,7 +37,6 @@ public enum Benchmark {
   /// The benchmark's report; `denormals` (the engine's table of what denormals cost, measured
   /// on the engine's own thread setup) goes after the chain's figures.
   public static func run(_ options: BenchOptions, denormals: String = "") throws(BenchError) -> String {
-    ProcessingContext.runOffline()  // nothing here runs in real time
     let frames = options.seconds * Int(sampleRate)
     var (left, right) = testSignal(frames: max(frames, Int(sampleRate) * 2))
     let samples = Double(frames * 2)

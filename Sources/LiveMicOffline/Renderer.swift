@@ -66,7 +66,6 @@ public enum Renderer {
   /// for FLAC, Vorbis for OGG. Returns the number of frames written.
   @discardableResult
   public static func render(_ options: RenderOptions) throws(RenderError) -> Int {
-    ProcessingContext.runOffline()  // nothing here runs in real time
     var request = ChainRequest(preset: options.preset)
     request.overrides = options.overrides
     request.plugins = options.plugins

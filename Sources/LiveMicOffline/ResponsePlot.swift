@@ -169,7 +169,6 @@ public enum ResponsePlot {
 
   /// Measures a preset (with overrides and extra plugins) as `options` names it.
   public static func measure(_ options: PlotOptions) throws(PlotError) -> MagnitudeResponse {
-    ProcessingContext.runOffline()  // nothing here runs in real time
     var request = ChainRequest(preset: options.preset)
     request.overrides = options.overrides
     request.plugins = options.plugins

@@ -76,7 +76,9 @@ public enum ChainBuilder {
       throw .chain(.invalidId("?"))
     }
     return BuiltChain(
-      chain: assembly.makeChain(sampleRate: settings.sampleRate, warmFrames: settings.nominalBlockFrames),
+      chain: assembly.makeChain(
+        sampleRate: settings.sampleRate, warmFrames: settings.nominalBlockFrames, context: settings.processing
+      ),
       plugins: plugins, skipped: skipped, fellBack: fellBack)
   }
 }

@@ -48,7 +48,6 @@ enum TestSignals {
   // MARK: Chains
 
   static func chain(_ stages: [StageDescription]) -> VoiceChain {
-    ProcessingContext.runOffline()  // no helper threads in the tests
     do {
       return try ChainAssembly.build(stages, sampleRate: sampleRate)
     } catch {
@@ -168,7 +167,6 @@ struct UnitHarness<U: VoiceUnit> {
   var current: [Float]
 
   init(_ values: [String: Float] = [:]) {
-    ProcessingContext.runOffline()  // no helper threads in the tests
     var v = U.parameters.map { $0.defaultValue }
     for (name, value) in values {
       guard let i = U.parameters.firstIndex(where: { $0.name == name }) else {

@@ -40,11 +40,30 @@ import Testing
   }
 
   @Test(
+    "the context a chain is prepared with reaches its WebRTC units: live at a 2048-frame period, more latency than offline"
+  )
+  func contextReachesUnits() throws {
+    let stage = [StageDescription(id: "denoise", type: "webrtc-denoise")]
+    let offline = try ChainAssembly.build(stage, sampleRate: 48000)
+    let live = try ChainAssembly.build(
+      stage, sampleRate: 48000, context: .live(helperPriority: 0, hostPeriodFrames: 2048))
+    #expect(offline.context == .offline && live.context.hostPeriodFrames == 2048)
+    // Offline: two 10 ms frames and WebRTC's own; live, a whole period instead of the second.
+    #expect(
+      live.latencyFrames - offline.latencyFrames == 2048 - 480,
+      "\(offline.latencyFrames) → \(live.latencyFrames)")
+    #expect(ProcessingContext.offline.helperLatencyChanges(toPeriod: 256, sampleRate: 48000) == false)
+    #expect(live.context.helperLatencyChanges(toPeriod: 256, sampleRate: 48000))
+  }
+
+  @Test(
     "A helper fed faster than real time: the frames it did not finish are played dry (the input, delayed as processed audio is), counted in late_frames"
   )
   func lateFramesArePlayedDryAndCounted() throws {
     var core = WebRTCUnitCore()
-    core.prepare(sampleRate: 48000, maxFrames: 256, features: Int32(LIVEMIC_WEBRTC_NOISE), offline: false)
+    core.prepare(
+      sampleRate: 48000, maxFrames: 256, features: Int32(LIVEMIC_WEBRTC_NOISE),
+      context: .live(helperPriority: 0, hostPeriodFrames: 0))
     let latency = core.latencyFrames
     #expect(core.lateFrames == 0)
     // 5 s of a tone in blocks of 256 frames (copied in and out whole), as fast as this thread

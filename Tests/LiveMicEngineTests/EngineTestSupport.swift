@@ -47,7 +47,7 @@ final class ProbeStage: ChainStage {
     counter?.destroyed.add(1, ordering: .releasing)
   }
 
-  func prepare(sampleRate: Double, maxFrames: Int) {}
+  func prepare(sampleRate: Double, maxFrames: Int, context: ProcessingContext) {}
   func reset() {}
 
   /// - Realtime: safe

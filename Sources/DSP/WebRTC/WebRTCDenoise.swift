@@ -23,7 +23,15 @@ public struct WebRTCDenoise: VoiceUnit {
   public var latencyFrames: Int { core.latencyFrames }
 
   public mutating func prepare(sampleRate: Double, maxFrames: Int, parameters: ParameterValues) {
-    core.prepare(sampleRate: sampleRate, maxFrames: maxFrames, features: Int32(LIVEMIC_WEBRTC_NOISE))
+    prepare(sampleRate: sampleRate, maxFrames: maxFrames, parameters: parameters, context: .offline)
+  }
+
+  /// Makes the WebRTC processor for `context` (its helper thread's priority and latency).
+  public mutating func prepare(
+    sampleRate: Double, maxFrames: Int, parameters: ParameterValues, context: ProcessingContext
+  ) {
+    core.prepare(
+      sampleRate: sampleRate, maxFrames: maxFrames, features: Int32(LIVEMIC_WEBRTC_NOISE), context: context)
   }
 
   /// The WebRTC level for a suppression in dB.

@@ -36,8 +36,16 @@ public struct WebRTCEchoCanceller: VoiceUnit {
   public var latencyFrames: Int { core.latencyFrames + (linear?.buffers.frame ?? 0) }
 
   public mutating func prepare(sampleRate: Double, maxFrames: Int, parameters: ParameterValues) {
+    prepare(sampleRate: sampleRate, maxFrames: maxFrames, parameters: parameters, context: .offline)
+  }
+
+  /// Makes the WebRTC processor for `context` (its helper thread's priority and latency).
+  public mutating func prepare(
+    sampleRate: Double, maxFrames: Int, parameters: ParameterValues, context: ProcessingContext
+  ) {
     linear = EchoCanceller.makeEngine(sampleRate: sampleRate, linearOnly: true)
-    core.prepare(sampleRate: sampleRate, maxFrames: maxFrames, features: Int32(LIVEMIC_WEBRTC_ECHO))
+    core.prepare(
+      sampleRate: sampleRate, maxFrames: maxFrames, features: Int32(LIVEMIC_WEBRTC_ECHO), context: context)
   }
 
   /// - Realtime: safe

@@ -6,14 +6,14 @@ import Synchronization
 ///
 /// WebRTC's `ProcessStream` takes a mutex and may allocate, so in real time it runs on the
 /// shim's helper thread, one real-time priority below JACK's client thread when the client runs
-/// in real time (`ProcessingContext.helperPriority`): the audio
+/// in real time (`ProcessingContext.helperPriority`, the chain's context at `prepare`): the audio
 /// thread only writes preallocated rings, posts a semaphore and reads the output later by
 /// `latencyFrames`: the 10 ms frame itself, then a frame of time for the helper or, at JACK
 /// periods over 10 ms (480 frames at 48 kHz), a whole period
-/// (`ProcessingContext.helperLatencyFrames`; the session builds the chain again when the period
+/// (`ProcessingContext.helperLatencyFrames(frameLength:)`; the session builds the chain again when the period
 /// grows). A frame the helper has not finished in time is played dry and counted
 /// (`lateFrames`). Offline
-/// (`ProcessingContext.isOffline`) the frames are processed inline, deterministically, with the
+/// (`ProcessingContext.offline`) the frames are processed inline, deterministically, with the
 /// same latency.
 ///
 /// Thread: made off the audio thread; `run` on it.
@@ -24,13 +24,13 @@ final class WebRTCProcessor {
   private let mono: UnsafeMutablePointer<Float>
   private let reference: UnsafeMutablePointer<Float>
 
-  /// `offline`: the frames processed inline (`ProcessingContext.isOffline` unless a test says).
-  init?(sampleRate: Double, maxFrames: Int, features: Int32, offline: Bool = ProcessingContext.isOffline) {
+  /// Offline (`context.isOffline`) the frames are processed inline.
+  init?(sampleRate: Double, maxFrames: Int, features: Int32, context: ProcessingContext) {
     let frame = Int(sampleRate / 100)
     guard
       let handle = livemic_webrtc_create(
-        Int32(sampleRate), features, Int32(ProcessingContext.helperLatencyFrames(frameLength: frame)),
-        ProcessingContext.helperPriority, offline ? 1 : 0)
+        Int32(sampleRate), features, Int32(context.helperLatencyFrames(frameLength: frame)),
+        context.helperPriority, context.isOffline ? 1 : 0)
     else { return nil }
     self.handle = handle
     self.maxFrames = max(maxFrames, 1)

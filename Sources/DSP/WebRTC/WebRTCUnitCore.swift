@@ -24,11 +24,9 @@ struct WebRTCUnitCore {
   var lateFrames: Float { processor.map { Float($0.lateFrames) } ?? 0 }
 
   /// Makes the processor for `features` (`LIVEMIC_WEBRTC_*`). Not real-time.
-  mutating func prepare(
-    sampleRate: Double, maxFrames: Int, features: Int32, offline: Bool = ProcessingContext.isOffline
-  ) {
+  mutating func prepare(sampleRate: Double, maxFrames: Int, features: Int32, context: ProcessingContext) {
     processor = WebRTCProcessor(
-      sampleRate: sampleRate, maxFrames: maxFrames, features: features, offline: offline)
+      sampleRate: sampleRate, maxFrames: maxFrames, features: features, context: context)
     applied = nil
   }
 

@@ -13,7 +13,7 @@ extension LiveSession {
   func followPeriod(_ client: JackClient, _ state: ProcessState) {
     let frames = Int(client.events.bufferFrames.load(ordering: .relaxed))
     guard running.dependsOnPeriod,
-      ProcessingContext.helperLatencyChanges(toPeriod: frames, sampleRate: client.sampleRate)
+      running.chain.context.helperLatencyChanges(toPeriod: frames, sampleRate: client.sampleRate)
     else { return }
     let before = running.chain.latencyFrames
     do {
@@ -26,7 +26,7 @@ extension LiveSession {
       to: running.chain, running: !suspended, timeoutMilliseconds: 0, curve: .equalPower)
     bindMidi(state)
     Log.info(
-      "the chain was built again for \(ProcessingContext.hostPeriodFrames) frames per period "
+      "the chain was built again for \(running.chain.context.hostPeriodFrames) frames per period "
         + "(latency \(before) → \(running.chain.latencyFrames) frames)")
   }
 }

@@ -46,7 +46,7 @@ extension LiveSession {
       guard let client = opened else { continue }
       let newPeriod =
         running.dependsOnPeriod
-        && ProcessingContext.helperLatencyChanges(
+        && running.chain.context.helperLatencyChanges(
           toPeriod: client.bufferFrames, sampleRate: client.sampleRate)
       if client.sampleRate != running.chain.sampleRate || newPeriod {
         do {

@@ -337,13 +337,12 @@ public final class LiveSession: @unchecked Sendable {
   func settings(for client: JackClient) -> HostSettings {
     // The period now (it may have changed since the client opened).
     let frames = max(Int(client.events.bufferFrames.load(ordering: .relaxed)), 1)
-    // Helper threads of the units built next (WebRTC's) run just below the audio thread, with
-    // latency enough for a whole period.
-    ProcessingContext.setHelperPriority((client.realtimePriority ?? 1) - 1)
-    ProcessingContext.setHostPeriod(frames: frames)
+    // Helper threads of the units built with these (WebRTC's) run just below the audio thread,
+    // with latency enough for a whole period.
     return HostSettings(
       sampleRate: client.sampleRate, maxBlockFrames: frames, nominalBlockFrames: frames, fixedBlocks: true,
-      identicalChannels: options.inputCount == 1)
+      identicalChannels: options.inputCount == 1,
+      processing: .live(helperPriority: (client.realtimePriority ?? 1) - 1, hostPeriodFrames: frames))
   }
 
   /// Registers the ports and activates `chain` on `client` as the state's audio says: silent

@@ -61,7 +61,7 @@ final class RunningChain {
 
   /// True when the chain has units that hand frames to a helper thread (WebRTC's), whose
   /// declared latency depends on the period it was built for
-  /// (`ProcessingContext.helperLatencyFrames`).
+  /// (`ProcessingContext.helperLatencyFrames(frameLength:)`, of the context it was prepared with).
   var dependsOnPeriod: Bool { entries.contains { $0.unit?.type.hasPrefix("webrtc-") == true } }
 
   /// Builds the same entries again for a new sample rate or period, keeping every settable
