@@ -83,7 +83,7 @@ public enum BuiltinUnits {
 
 /// Collects stages and their parameters, then makes a `VoiceChain`. Not real-time.
 public struct ChainAssembly {
-  private var stages: [any ChainStage] = []
+  private var stages: [Stage] = []
   private var parameters: [VoiceChain.Parameter] = []
   private var values: [Float] = []
   private var ids: Set<String> = []
@@ -121,7 +121,7 @@ public struct ChainAssembly {
 
   /// Appends any stage (a plugin, from the host layer) with its parameters in index order,
   /// starting at `nextParameterIndex`.
-  public mutating func append(stage: any ChainStage, parameters specs: [(ParameterSpec, Float)])
+  public mutating func append(stage: Stage, parameters specs: [(ParameterSpec, Float)])
     throws(ChainError)
   {
     let id = stage.id

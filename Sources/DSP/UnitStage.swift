@@ -2,61 +2,6 @@
   import Glibc
 #endif
 
-/// The audio-thread entry point of a stage, as a non-generic class: a chain calls it through
-/// an unretained reference, where a call through `any ChainStage` would retain and release the
-/// stage around every call. The built-in stages (`UnitStage`) and the LV2 plugin stages
-/// derive from it.
-///
-/// Thread: the audio thread.
-open class UnitStageBase {
-  public init() {}
-
-  /// Processes one sub-block (a built-in stage) or the whole block (`takesWholeBlock`) in
-  /// place (the stages override it).
-  /// - Realtime: safe
-  open func process(_ block: StereoBlock, targets: ParameterTargets) {}
-
-  /// Whether the stage takes the whole block at once rather than sub-blocks of
-  /// `VoiceChain.subBlockFrames` (a plugin may need the host's period). Read once, when a chain
-  /// is made.
-  open var takesWholeBlock: Bool { false }
-
-  /// Whether the unit wants the chain's output (`VoiceUnit.wantsReference`).
-  open var wantsReference: Bool { false }
-
-  /// Whether the stage takes MIDI (a plugin with a MIDI input that its preset entry lets have
-  /// it). Read once, when a chain is made.
-  open var wantsMidi: Bool { false }
-
-  /// Gives the stage the chain's MIDI events, which it reads in each `process` (frame offsets
-  /// from the start of the block `process` gets). Called once, when a chain is made, for a
-  /// stage that `wantsMidi`; off the audio thread.
-  open func attach(midi: MidiEvents) {}
-
-  /// Whether the stage processes the music bed instead of the voice (a plugin entry's `"on":
-  /// "music"`): the chain runs it on the music as it comes in, and the engine mixes the result.
-  /// Read once, when a chain is made.
-  open var processesMusic: Bool { false }
-
-  /// The signals the stage reads besides its block (an LV2 plugin's sidechain and CV inputs),
-  /// in the order `attach(feeds:)` gets them. Read once, when a chain is made.
-  open var feedSources: [SignalSource] { [] }
-
-  /// Gives the stage one feed per `feedSources` entry, filled by the chain before the stage
-  /// runs in each cycle. Called once, when a chain is made; off the audio thread.
-  open func attach(feeds: [SignalFeed]) {}
-
-  /// Hands a reference block to the unit (`VoiceUnit.receiveReference`).
-  /// - Realtime: safe
-  open func receiveReference(_ block: StereoBlock, from source: ReferenceSource) {}
-
-  /// Whether the stage would leave this whole block as it is, with nothing to move: every
-  /// parameter settled at its target and the stage bypassed or its unit transparent
-  /// (`VoiceUnit.isTransparent`). The chain then skips its sub-blocks.
-  /// - Realtime: safe
-  open func skipsBlock(_ targets: ParameterTargets) -> Bool { false }
-}
-
 /// A built-in unit in a chain: owns its smoothed parameter values and bypass crossfade.
 ///
 /// Smoothing: each continuous parameter moves towards its target by the fraction
@@ -69,8 +14,7 @@ open class UnitStageBase {
 /// included): a stored `var` of a class would cost a dynamic exclusivity check on every
 /// sub-block, and a chain builds this class from a metatype, so it is never specialized.
 /// Thread: prepared off the audio thread; processed on it. Nothing else reads the unit.
-public final class UnitStage<Unit: VoiceUnit>: UnitStageBase, ChainStage {
-  public let id: String
+public final class UnitStage<Unit: VoiceUnit>: Stage {
   /// Index of this stage's first parameter in the chain's `ParameterTargets`; the stage's
   /// `bypass` parameter follows its unit's parameters.
   public let firstParameter: Int
@@ -109,7 +53,6 @@ public final class UnitStage<Unit: VoiceUnit>: UnitStageBase, ChainStage {
 
   /// Creates a stage whose parameters start at `initial` (unit parameters, then bypass).
   public init(id: String, firstParameter: Int, initial: [Float], maxFrames: Int) {
-    self.id = id
     self.firstParameter = firstParameter
     let specs = Unit.parameters
     parameterCount = specs.count
@@ -134,6 +77,7 @@ public final class UnitStage<Unit: VoiceUnit>: UnitStageBase, ChainStage {
     dryCapacity = maxFrames
     dryLeft = .allocate(capacity: maxFrames)
     dryRight = .allocate(capacity: maxFrames)
+    super.init(id: id)
   }
 
   deinit {
@@ -153,9 +97,10 @@ public final class UnitStage<Unit: VoiceUnit>: UnitStageBase, ChainStage {
   /// Never read from the unit while it runs: reading a value-type unit from another thread
   /// copies it, and the copy's extra reference to the unit's arrays makes the audio thread's
   /// next in-place write copy them (an allocation, and a data race).
-  public private(set) var latencyFrames = 0
+  private var preparedLatencyFrames = 0
+  public override var latencyFrames: Int { preparedLatencyFrames }
 
-  public func prepare(sampleRate: Double, maxFrames: Int, context: ProcessingContext) {
+  public override func prepare(sampleRate: Double, maxFrames: Int, context: ProcessingContext) {
     precondition(maxFrames <= dryCapacity, "stage prepared beyond its capacity")
     fade.pointee.smoothing = Smoothing.alpha(frames: maxFrames, sampleRate: sampleRate)
     fade.pointee.sampleRate = sampleRate
@@ -165,11 +110,11 @@ public final class UnitStage<Unit: VoiceUnit>: UnitStageBase, ChainStage {
     unit.pointee.prepare(
       sampleRate: sampleRate, maxFrames: maxFrames,
       parameters: ParameterValues(previous: previous, current: current), context: context)
-    latencyFrames = unit.pointee.latencyFrames
+    preparedLatencyFrames = unit.pointee.latencyFrames
   }
 
   /// - Realtime: safe
-  public func reset() { unit.pointee.reset() }
+  public override func reset() { unit.pointee.reset() }
 
   public override var wantsReference: Bool { Unit.wantsReference }
 

@@ -23,7 +23,7 @@ public final class VoiceChain: @unchecked Sendable {
   }
 
   /// The stages in processing order.
-  public let stages: [any ChainStage]
+  public let stages: [Stage]
   /// Every parameter's target value, settable from any thread.
   public let targets: ParameterTargets
   /// The parameters in index order.
@@ -42,10 +42,10 @@ public final class VoiceChain: @unchecked Sendable {
   /// This cycle's MIDI events, for the stages that take MIDI (filled by the engine before
   /// `process` when `wantsMidi`).
   public let midiEvents = MidiEvents()
-  /// Whether a stage takes MIDI (`UnitStageBase.wantsMidi`).
+  /// Whether a stage takes MIDI (`Stage.wantsMidi`).
   public let wantsMidi: Bool
 
-  /// The feeds of the stages' extra inputs (`UnitStageBase.feedSources`): the chain's input,
+  /// The feeds of the stages' extra inputs (`Stage.feedSources`): the chain's input,
   /// the music bed, and the output of each stage another reads (by stage index), filled as the
   /// block runs.
   private let inputFeed: SignalFeed?
@@ -71,16 +71,13 @@ public final class VoiceChain: @unchecked Sendable {
   /// calls them without a retain/release pair per stage and sub-block.
   private let order: UnsafeMutablePointer<StageReference>
   private struct StageReference {
-    unowned(unsafe) let stage: any ChainStage
-    /// The same stage when it derives from `UnitStageBase` (a built-in or plugin stage: its
-    /// call needs no retain).
-    let builtin: Unmanaged<UnitStageBase>?
-    /// Whether it takes the whole block (`UnitStageBase.takesWholeBlock`; any other stage does).
+    let stage: Unmanaged<Stage>
+    /// Whether it takes the whole block (`Stage.takesWholeBlock`).
     let wholeBlock: Bool
   }
 
   /// The built-in stages that want the chain's output (`VoiceUnit.wantsReference`), unretained.
-  private let referenceStages: UnsafeMutablePointer<Unmanaged<UnitStageBase>>
+  private let referenceStages: UnsafeMutablePointer<Unmanaged<Stage>>
   private let referenceStageCount: Int
 
   /// Per stage: nanoseconds spent (sum and largest block) and blocks timed, written by the
@@ -93,7 +90,7 @@ public final class VoiceChain: @unchecked Sendable {
   /// block cost more than a small stage (about 20 ns each), and a sample keeps the mean.
   public static let timedBlockInterval: UInt32 = 16
 
-  init(stages: [any ChainStage], parameters: [Parameter], initialValues: [Float]) {
+  init(stages: [Stage], parameters: [Parameter], initialValues: [Float]) {
     self.stages = stages
     self.parameters = parameters
     parameterCount = parameters.count
@@ -109,13 +106,10 @@ public final class VoiceChain: @unchecked Sendable {
     blocksRun.initialize(to: 0)
     order = .allocate(capacity: max(stages.count, 1))
     for (i, stage) in stages.enumerated() {
-      let base = stage as? UnitStageBase
       (order + i).initialize(
-        to: StageReference(
-          stage: stage, builtin: base.map { Unmanaged.passUnretained($0) },
-          wholeBlock: base?.takesWholeBlock ?? true))
+        to: StageReference(stage: Unmanaged.passUnretained(stage), wholeBlock: stage.takesWholeBlock))
     }
-    let midiStages = stages.compactMap { ($0 as? UnitStageBase).flatMap { $0.wantsMidi ? $0 : nil } }
+    let midiStages = stages.filter(\.wantsMidi)
     for stage in midiStages { stage.attach(midi: midiEvents) }
     wantsMidi = !midiStages.isEmpty
     // Feeds: one for the input, one for the music, one per stage whose output another reads.
@@ -129,15 +123,15 @@ public final class VoiceChain: @unchecked Sendable {
     onMusic = .allocate(capacity: max(stages.count, 1))
     onMusic.initialize(repeating: false, count: max(stages.count, 1))
     var anyOnMusic = false
-    for (s, stage) in stages.enumerated() where (stage as? UnitStageBase)?.processesMusic ?? false {
+    for (s, stage) in stages.enumerated() where stage.processesMusic {
       onMusic[s] = true
       anyOnMusic = true
       if music == nil { music = SignalFeed() }
     }
     processesMusic = anyOnMusic
     for (s, stage) in stages.enumerated() {
-      guard let base = stage as? UnitStageBase, !base.feedSources.isEmpty else { continue }
-      let attached = base.feedSources.map { source -> SignalFeed in
+      guard !stage.feedSources.isEmpty else { continue }
+      let attached = stage.feedSources.map { source -> SignalFeed in
         switch source {
         case .voice:
           let feed = byVoice[s] ?? SignalFeed()
@@ -157,13 +151,13 @@ public final class VoiceChain: @unchecked Sendable {
           return feed
         }
       }
-      base.attach(feeds: attached)
+      stage.attach(feeds: attached)
     }
     for (k, feed) in byStage { stageFeeds[k] = Unmanaged.passUnretained(feed) }
     for (k, feed) in byVoice { voiceFeeds[k] = Unmanaged.passUnretained(feed) }
     (inputFeed, musicFeed) = (input, music)
     feeds = [input, music].compactMap { $0 } + Array(byStage.values) + Array(byVoice.values)
-    let listeners = stages.compactMap { ($0 as? UnitStageBase).flatMap { $0.wantsReference ? $0 : nil } }
+    let listeners = stages.filter(\.wantsReference)
     referenceStageCount = listeners.count
     referenceStages = .allocate(capacity: max(listeners.count, 1))
     for (i, stage) in listeners.enumerated() {
@@ -250,8 +244,7 @@ public final class VoiceChain: @unchecked Sendable {
     // Built-in units are warmed with the same block whatever the host's period (so a render's
     // output does not depend on --frames). Before this looked for plugins by type, and every
     // stage matched: plugins got one block of 128 frames, even those promised fixed blocks.
-    // A plugin stage derives from `UnitStageBase` too: it is the one that takes whole blocks.
-    let hasPlugins = stages.contains { ($0 as? UnitStageBase)?.takesWholeBlock ?? false }
+    let hasPlugins = stages.contains { $0.warmsLikeAPlugin }
     let frames = hasPlugins ? max(warmFrames, 1) : Self.subBlockFrames * 4
     let blocks =
       hasPlugins ? max(1, Int((Self.pluginWarmSeconds * sampleRate / Double(frames)).rounded(.up))) : 1
@@ -353,27 +346,24 @@ public final class VoiceChain: @unchecked Sendable {
     targets: ParameterTargets
   ) {
     voiceFeeds[s]?._withUnsafeGuaranteedRef { $0.fill(left: left, right: right, frames: frames) }
-    if onMusic[s], let music = musicFeed, let builtin = order[s].builtin {
+    let stage = order[s].stage
+    if onMusic[s], let music = musicFeed {
       // Only the frames the feed holds (`SignalFeed.capacity`); a longer block's rest is silent.
       let block = StereoBlock(left: music.left, right: music.right, frames: min(frames, SignalFeed.capacity))
-      builtin._withUnsafeGuaranteedRef { $0.process(block, targets: targets) }
-      return
-    }
-    guard let builtin = order[s].builtin else {
-      order[s].stage.process(StereoBlock(left: left, right: right, frames: frames), targets: targets)
+      stage._withUnsafeGuaranteedRef { $0.process(block, targets: targets) }
       return
     }
     if order[s].wholeBlock {
       let block = StereoBlock(left: left, right: right, frames: frames)
-      builtin._withUnsafeGuaranteedRef { $0.process(block, targets: targets) }
+      stage._withUnsafeGuaranteedRef { $0.process(block, targets: targets) }
       return
     }
-    if builtin._withUnsafeGuaranteedRef({ $0.skipsBlock(targets) }) { return }
+    if stage._withUnsafeGuaranteedRef({ $0.skipsBlock(targets) }) { return }
     var offset = 0
     while offset < frames {
       let n = min(Self.subBlockFrames, frames - offset)
       let block = StereoBlock(left: left + offset, right: right + offset, frames: n)
-      builtin._withUnsafeGuaranteedRef { $0.process(block, targets: targets) }
+      stage._withUnsafeGuaranteedRef { $0.process(block, targets: targets) }
       offset += n
     }
   }

@@ -54,8 +54,7 @@ public struct PluginDescription: Sendable, Equatable {
 /// plugin, one per channel), instantiated, configured and activated off the audio thread.
 ///
 /// Thread: created and destroyed off the audio thread; `process` on the audio thread.
-public final class PluginStage: UnitStageBase, ChainStage, @unchecked Sendable {
-  public let id: String
+public final class PluginStage: Stage, @unchecked Sendable {
   public let info: PluginInfo
   /// The parameters this stage adds to the chain, in order: control inputs, `bypass`, then
   /// control outputs (read-only): the (left) instance's, then, for a mono plugin on the stereo
@@ -131,7 +130,6 @@ public final class PluginStage: UnitStageBase, ChainStage, @unchecked Sendable {
     let (plugin, info) = try Self.check(description, world: world, settings: settings)
     let inputs = info.ports.filter { $0.kind == .control && $0.isInput }
     self.world = world
-    id = description.id
     self.info = info
     capacity = max(settings.maxBlockFrames, 1)
     sampleRate = settings.sampleRate
@@ -204,6 +202,7 @@ public final class PluginStage: UnitStageBase, ChainStage, @unchecked Sendable {
       controlOutputs: controlOutputs, rightOutputs: info.instancesOnStereoChain == 2,
       sidechainIn: made.sidechainIn
     )
+    super.init(id: description.id)
     // Checked in `check`: the properties are sent for the first runs (the warm-up) to deliver.
     for (name, text) in description.properties.sorted(by: { $0.key < $1.key }) {
       if let (property, value) = try? Self.property(
@@ -344,6 +343,10 @@ public final class PluginStage: UnitStageBase, ChainStage, @unchecked Sendable {
   /// A plugin runs over the whole block: it may need the host's period.
   public override var takesWholeBlock: Bool { true }
 
+  /// Plugins smooth their own controls from start values of their own: warmed for
+  /// `VoiceChain.pluginWarmSeconds` before they are heard.
+  public override var warmsLikeAPlugin: Bool { true }
+
   /// Whether the plugin gets the chain's MIDI (it has a MIDI input and its entry allows it).
   public override var wantsMidi: Bool { takesMidi }
 
@@ -379,15 +382,15 @@ public final class PluginStage: UnitStageBase, ChainStage, @unchecked Sendable {
   /// Called by the chain builder with the index of this stage's first parameter.
   public func bind(firstParameter: Int) { live.pointee.firstParameter = firstParameter }
 
-  public func prepare(sampleRate: Double, maxFrames: Int, context: ProcessingContext) {}
+  public override func prepare(sampleRate: Double, maxFrames: Int, context: ProcessingContext) {}
 
   /// Plugins keep their own state; there is nothing to clear without re-activating.
   /// - Realtime: safe
-  public func reset() {}
+  public override func reset() {}
 
   /// The latency the plugin reports on its `lv2:latency` output, in frames (as of its last
   /// run; 0 for a value that is not a finite, non-negative frame count). Any thread.
-  public var latencyFrames: Int {
+  public override var latencyFrames: Int {
     guard latencyPort >= 0 else { return 0 }
     let frames = Float(bitPattern: reportedLatency.load(ordering: .relaxed)).rounded()
     return frames.isFinite && frames > 0 ? Int(min(frames, 16_777_216)) : 0

@@ -25,18 +25,19 @@ final class Flag: Sendable {
 }
 
 /// A chain stage that multiplies by a fixed gain and counts itself in a `LiveCounter`.
-final class ProbeStage: ChainStage {
-  let id: String
-  let latencyFrames = 0
+final class ProbeStage: Stage {
   private let gain: Float
   private let counter: LiveCounter?
 
   init(id: String = "probe", gain: Float, counter: LiveCounter? = nil) {
-    self.id = id
     self.gain = gain
     self.counter = counter
+    super.init(id: id)
     counter?.created.add(1, ordering: .relaxed)
   }
+
+  /// The whole block at once, as a chain hands it.
+  override var takesWholeBlock: Bool { true }
 
   /// Blocks processed (written on the thread running the chain; read at deinit, after the slot's
   /// handover).
@@ -47,11 +48,11 @@ final class ProbeStage: ChainStage {
     counter?.destroyed.add(1, ordering: .releasing)
   }
 
-  func prepare(sampleRate: Double, maxFrames: Int, context: ProcessingContext) {}
-  func reset() {}
+  override func prepare(sampleRate: Double, maxFrames: Int, context: ProcessingContext) {}
+  override func reset() {}
 
   /// - Realtime: safe
-  func process(_ block: StereoBlock, targets: ParameterTargets) {
+  override func process(_ block: StereoBlock, targets: ParameterTargets) {
     blocks += 1
     for f in 0..<block.frames {
       block.left[f] *= gain
