@@ -41,7 +41,13 @@ final class Browser {
   private func answer(timeout: Double) throws -> Any? {
     let deadline = Date().addingTimeInterval(timeout)
     while !buffered.contains(10) {
-      guard Date() < deadline, process.isRunning else { throw HarnessError("the browser did not answer") }
+      // availableData blocks until something comes: wait for it with the deadline first, so a
+      // browser that hangs without a word fails the test instead of holding the suite.
+      var ready = pollfd(fd: output.fileHandleForReading.fileDescriptor, events: Int16(POLLIN), revents: 0)
+      let remainingMilliseconds = Int32(max(0, deadline.timeIntervalSinceNow) * 1000)
+      guard process.isRunning, poll(&ready, 1, remainingMilliseconds) > 0 else {
+        throw HarnessError("the browser did not answer within \(Int(timeout)) s")
+      }
       let chunk = output.fileHandleForReading.availableData
       if chunk.isEmpty { throw HarnessError("the browser closed its output") }
       buffered += chunk

@@ -78,10 +78,13 @@ func runLiveMic(_ arguments: [String], environment extra: [String: String] = [:]
 }
 
 /// Runs `executable ARGS` in `environment` (from the package root when `inRoot`) to completion:
-/// exit status, standard output and standard error.
-func runToEnd(_ executable: URL, _ arguments: [String], environment: [String: String], inRoot: Bool = false)
-  throws -> (status: Int32, stdout: String, stderr: String)
-{
+/// exit status, standard output and standard error. A run that has not ended after `limitSeconds`
+/// is killed (SIGKILL, status 9, and a line saying so at the end of its standard error): a hung
+/// child fails its test instead of holding the suite until CI's own limit.
+func runToEnd(
+  _ executable: URL, _ arguments: [String], environment: [String: String], inRoot: Bool = false,
+  limitSeconds: Double = 600
+) throws -> (status: Int32, stdout: String, stderr: String) {
   let process = Process()
   process.executableURL = executable
   process.arguments = arguments
@@ -92,6 +95,13 @@ func runToEnd(_ executable: URL, _ arguments: [String], environment: [String: St
   process.standardOutput = out
   process.standardError = err
   try process.run()
+  let killed = Mutex(false)
+  let pid = process.processIdentifier
+  DispatchQueue.global().asyncAfter(deadline: .now() + limitSeconds) { [process] in
+    guard process.isRunning else { return }
+    killed.withLock { $0 = true }
+    kill(pid, SIGKILL)
+  }
   // Both pipes are read at once: a child that fills one (64 KiB) while the runner waits for the
   // other's end would block forever (ProcessRunnerTests).
   let errRead = DispatchSemaphore(value: 0)
@@ -105,10 +115,12 @@ func runToEnd(_ executable: URL, _ arguments: [String], environment: [String: St
   errRead.wait()
   let errData = errBox.withLock { $0 }
   process.waitUntilExit()
-  return (
-    process.terminationStatus, String(decoding: outData, as: UTF8.self),
-    String(decoding: errData, as: UTF8.self)
-  )
+  var errText = String(decoding: errData, as: UTF8.self)
+  if killed.withLock({ $0 }) {
+    errText +=
+      "\nrunToEnd: \(executable.lastPathComponent) did not end within \(Int(limitSeconds)) s and was killed\n"
+  }
+  return (process.terminationStatus, String(decoding: outData, as: UTF8.self), errText)
 }
 
 /// Runs a tool found on PATH and returns its standard output (its errors go to the test's
