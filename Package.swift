@@ -87,7 +87,18 @@ let package = Package(
     .testTarget(name: "LiveMicEngineTests", dependencies: ["LiveMicEngine", "DSP", "CJack"]),
     // The LV2 host's rings (worker requests and responses, the log queue) under stress.
     .testTarget(name: "LV2HostTests", dependencies: ["LV2Host", "CLV2Support", "CJack"]),
-    // Presets, offline tools and the supervisor's parts, without a server.
+    // Presets: parsing, validation, saving, plugin entries (real plugins, offline).
+    .testTarget(
+      name: "LiveMicPresetsTests",
+      dependencies: ["LiveMicControl", "LiveMicPresets", "LV2Host", "DSP", "CSndfile", "TestSupport"]),
+    // The offline tools: render, measure, bench, loudness, plots; the presets measured.
+    .testTarget(
+      name: "LiveMicOfflineTests",
+      dependencies: [
+        "LiveMicControl", "LiveMicPresets", "LiveMicOffline", "LV2Host", "DSP", "CEbur128", "CSndfile",
+        "TestSupport",
+      ]),
+    // The supervisor's parts, without a server.
     .testTarget(
       name: "LiveMicControlTests",
       dependencies: [

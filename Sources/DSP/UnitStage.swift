@@ -40,16 +40,14 @@ public final class UnitStage<Unit: VoiceUnit>: Stage {
     var mix: Float = 0
     var step: Float = 1
     /// The coefficient for the last shorter sub-block's length (a period under 32 frames, or a
-    /// block's remainder, recurs every cycle: one `powf` per change, not per sub-block).
-    var shortFrames = 0
-    var shortSmoothing: Float = 1
-    var sampleRate = 48000.0
+    /// block's remainder, recurs every cycle).
+    var short = Smoothing.Coefficient(sampleRate: 48000)
   }
 
   /// Time constant of parameter smoothing.
   public static var smoothingMilliseconds: Float { Smoothing.timeConstantMilliseconds }
   /// Length of the bypass crossfade.
-  public static var bypassFadeMilliseconds: Float { 10 }
+  public static var bypassFadeMilliseconds: Float { Smoothing.bypassFadeMilliseconds }
 
   /// Creates a stage whose parameters start at `initial` (unit parameters, then bypass).
   public init(id: String, firstParameter: Int, initial: [Float], maxFrames: Int) {
@@ -103,10 +101,9 @@ public final class UnitStage<Unit: VoiceUnit>: Stage {
   public override func prepare(sampleRate: Double, maxFrames: Int, context: ProcessingContext) {
     precondition(maxFrames <= dryCapacity, "stage prepared beyond its capacity")
     fade.pointee.smoothing = Smoothing.alpha(frames: maxFrames, sampleRate: sampleRate)
-    fade.pointee.sampleRate = sampleRate
     fade.pointee.frames = maxFrames
-    fade.pointee.shortFrames = 0  // its coefficient was for the old rate
-    fade.pointee.step = 1 / max(Float(sampleRate) * Self.bypassFadeMilliseconds / 1000, 1)
+    fade.pointee.short = Smoothing.Coefficient(sampleRate: sampleRate)
+    fade.pointee.step = Smoothing.bypassStep(sampleRate: sampleRate)
     unit.pointee.prepare(
       sampleRate: sampleRate, maxFrames: maxFrames,
       parameters: ParameterValues(previous: previous, current: current), context: context)
@@ -144,27 +141,11 @@ public final class UnitStage<Unit: VoiceUnit>: Stage {
     let first = firstParameter
     // A shorter sub-block (a JACK period under 32 frames, a block's remainder) moves the values
     // by the same amount per frame as a full one (`Smoothing.alpha` of its own length).
-    var smoothing = fade.pointee.smoothing
-    if block.frames != fade.pointee.frames {
-      if block.frames != fade.pointee.shortFrames {
-        fade.pointee.shortSmoothing = Smoothing.alpha(
-          frames: block.frames, sampleRate: fade.pointee.sampleRate)
-        fade.pointee.shortFrames = block.frames
-      }
-      smoothing = fade.pointee.shortSmoothing
-    }
-    for i in 0..<n {
-      let c = current[i]
-      previous[i] = c
-      let target = targets.value(first &+ i)
-      // Settled (the common case): nothing to do. (Bit patterns: a target of -0 replaces +0.)
-      if target.bitPattern == c.bitPattern { continue }
-      if smoothed[i] {
-        current[i] = Smoothing.step(c, toward: target, alpha: smoothing)
-      } else {
-        current[i] = target
-      }
-    }
+    let alpha =
+      block.frames == fade.pointee.frames
+      ? fade.pointee.smoothing : fade.pointee.short.alpha(frames: block.frames)
+    previous.update(from: current, count: n)
+    Smoothing.advance(current, toward: targets, first: first, count: n, smoothed: smoothed, alpha: alpha)
     // The unit's outputs (meters) are published once, after it ran: bypassed, it does not run
     // and they keep the values published last.
     let bypassTarget: Float = targets.value(first &+ n) >= 0.5 ? 1 : 0
@@ -193,18 +174,13 @@ public final class UnitStage<Unit: VoiceUnit>: Stage {
       block, dryLeft: dryLeft, dryRight: dryRight, from: start, toward: target, step: fade.pointee.step)
   }
 
-  /// Runs the unit and resets it (silencing the block) if its output stopped being finite.
-  /// The chain's input is sanitized, so a non-finite value can only come from a unit's state
-  /// blowing up, which persists: checking the block's last frame catches it within a sub-block.
+  /// Runs the unit; if any sample of its output is not finite, the sub-block is silenced and the
+  /// unit reset (its state blew up, and would stay so): `Smoothing.silenceUnlessFinite`, the one
+  /// policy of every stage.
   /// - Realtime: safe
   @inline(__always)
   private func run(_ block: StereoBlock) {
     unit.pointee.process(block, parameters: ParameterValues(previous: previous, current: current))
-    let last = block.frames - 1
-    if !(block.left[last] + block.right[last]).isFinite {
-      unit.pointee.reset()
-      block.left.update(repeating: 0, count: block.frames)
-      block.right.update(repeating: 0, count: block.frames)
-    }
+    if Smoothing.silenceUnlessFinite(block) { unit.pointee.reset() }
   }
 }

@@ -32,22 +32,12 @@ extension PluginStage {
     // Controls: continuous ones move like built-in parameters (20 ms time constant); settled
     // ones cost one comparison.
     let live = self.live
-    var alpha = live.pointee.smoothingAlpha
-    if frames != live.pointee.smoothingFrames {
-      alpha = Smoothing.alpha(frames: frames, sampleRate: Double(sampleRate))
-      (live.pointee.smoothingAlpha, live.pointee.smoothingFrames) = (alpha, frames)
-    }
-    for i in 0..<rt.controlInputCount {
-      let target = targets.value(first &+ i)
-      var c = current[i]
-      if target.bitPattern == c.bitPattern { continue }
-      if smoothed[i] {
-        c = Smoothing.step(c, toward: target, alpha: alpha)
-      } else {
-        c = target
-      }
-      current[i] = c
-      appliedControls[i].store(c.bitPattern, ordering: .relaxed)
+    let alpha = live.pointee.smoothing.alpha(frames: frames)
+    let applied = appliedControls
+    Smoothing.advance(
+      current, toward: targets, first: first, count: rt.controlInputCount, smoothed: smoothed, alpha: alpha
+    ) { i, c in
+      applied[i].store(c.bitPattern, ordering: .relaxed)
       let port = rt.controlInputs[i]
       rt.controls0[port] = c
       rt.controls1?[port] = c
@@ -116,16 +106,10 @@ extension PluginStage {
       block.left.update(from: rt.outputLeft, count: frames)
       if !rt.copiesLeftToRight { block.right.update(from: rt.outputRight, count: frames) }
     }
-    // A plugin that produced a non-finite sample is muted for the block, not passed on.
-    let finite =
-      rt.copiesLeftToRight
-      ? BlockMath.allFinite(block.left, frames) : BlockMath.allFinite(block.left, block.right, frames)
-    if !finite {
-      block.left.update(repeating: 0, count: frames)
-      block.right.update(repeating: 0, count: frames)
-    } else if rt.copiesLeftToRight {
-      block.right.update(from: block.left, count: frames)
-    }
+    if rt.copiesLeftToRight { block.right.update(from: block.left, count: frames) }
+    // A plugin that produced a non-finite sample is muted for the chunk, not passed on (it
+    // cannot be reset here: LV2's activate is not real-time safe).
+    _ = Smoothing.silenceUnlessFinite(block)
 
     if crossfading {
       live.pointee.bypassMix = Smoothing.bypassFade(

@@ -90,9 +90,8 @@ public final class PluginStage: Stage, @unchecked Sendable {
     var firstParameter = 0
     /// The bypass crossfade's position (1: bypassed).
     var bypassMix: Float
-    /// The control smoothing coefficient for blocks of `smoothingFrames` (recomputed on change).
-    var smoothingAlpha: Float = 1
-    var smoothingFrames = 0
+    /// The control smoothing coefficient for the chunk's length.
+    var smoothing: Smoothing.Coefficient
     /// The chain's MIDI events (`attach(midi:)`), for a stage that takes MIDI.
     var midi: Unmanaged<MidiEvents>?
     /// The sidechain's feed (`attach(feeds:)`), for a plugin with sidechain inputs.
@@ -186,10 +185,13 @@ public final class PluginStage: Stage, @unchecked Sendable {
       sharedInstance: sharesInstance, publishesRight: info.instancesOnStereoChain == 2)
     parameterSpecs = specs
     live = .allocate(capacity: 1)
-    live.initialize(to: LiveState(bypassMix: description.bypassed ? 1 : 0))
+    live.initialize(
+      to: LiveState(
+        bypassMix: description.bypassed ? 1 : 0,
+        smoothing: Smoothing.Coefficient(sampleRate: settings.sampleRate)))
     latencyPort = info.latencyPort ?? -1
     reportedLatency = Atomic(info.latencyPort.map { made.controls[0][$0] }?.bitPattern ?? 0)
-    bypassStep = Float(1 / max(settings.sampleRate * 0.01, 1))
+    bypassStep = Smoothing.bypassStep(sampleRate: settings.sampleRate)
     dryLeft = .allocate(capacity: capacity)
     dryRight = .allocate(capacity: capacity)
     rt = RealtimeView(

@@ -64,4 +64,42 @@ import Testing
     for _ in 0..<100 { block() }
     #expect(stage.skipsBlock(targets), "bypassed")
   }
+
+  /// A unit that writes one NaN at frame `nanFrame` of its next block, and counts its resets.
+  struct NaNProbe: VoiceUnit {
+    nonisolated(unsafe) static var nanFrame = -1
+    nonisolated(unsafe) static var resets = 0
+    static var typeName: String { "nan-probe" }
+    static var summary: String { "Writes one NaN into a block." }
+    static var parameters: [ParameterSpec] { [] }
+    init() {}
+    mutating func prepare(sampleRate: Double, maxFrames: Int, parameters: ParameterValues) {}
+    mutating func reset() { Self.resets += 1 }
+    mutating func process(_ block: StereoBlock, parameters: ParameterValues) {
+      if Self.nanFrame >= 0 && Self.nanFrame < block.frames { block.left[Self.nanFrame] = .nan }
+      Self.nanFrame = -1
+    }
+  }
+
+  @Test(
+    "a NaN anywhere in a unit's output (not only its last frame) silences the sub-block and resets the unit")
+  func nonFiniteMidBlock() {
+    let targets = ParameterTargets(initialValues: [0])
+    let stage = UnitStage<NaNProbe>(id: "probe", firstParameter: 0, initial: [0], maxFrames: 32)
+    stage.prepare(sampleRate: 48000, maxFrames: 32)
+    let (l, r) = (
+      UnsafeMutablePointer<Float>.allocate(capacity: 32), UnsafeMutablePointer<Float>.allocate(capacity: 32)
+    )
+    defer { [l, r].forEach { $0.deallocate() } }
+    l.initialize(repeating: 0.5, count: 32)
+    r.initialize(repeating: 0.5, count: 32)
+    NaNProbe.resets = 0
+    NaNProbe.nanFrame = 7
+    stage.process(StereoBlock(left: l, right: r, frames: 32), targets: targets)
+    #expect((0..<32).allSatisfy { l[$0] == 0 && r[$0] == 0 }, "the sub-block is silenced")
+    #expect(NaNProbe.resets == 1, "the unit is reset")
+    l.update(repeating: 0.5, count: 32)
+    stage.process(StereoBlock(left: l, right: r, frames: 32), targets: targets)
+    #expect(l[0] == 0.5 && l[31] == 0.5 && NaNProbe.resets == 1, "finite output passes again")
+  }
 }

@@ -1,80 +1,36 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// The files that make LiveMic feel native: the man page, the bash completion, the systemd
 /// units and the examples in every help text. None of these tests needs a JACK server.
 @Suite("Man page, completion, systemd unit")
 struct NativeTests {
-  static let manPage = packageRoot.appendingPathComponent("docs/livemic.1")
-  static let helpSource = packageRoot.appendingPathComponent("Sources/livemic/Help.swift")
-  static let completion = packageRoot.appendingPathComponent("contrib/bash-completion/livemic")
-
-  /// The first executable called `name` on PATH (and the usual system folders).
-  static func tool(_ name: String) -> String? {
-    let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
-    let folders = path.split(separator: ":").map(String.init) + ["/usr/bin", "/bin", "/usr/sbin"]
-    return folders.map { $0 + "/" + name }.first { FileManager.default.isExecutableFile(atPath: $0) }
-  }
-
-  /// The livemic binary: `$LIVEMIC_BINARY`, else the newer of the debug and release builds.
-  static var livemic: String? {
-    if let path = ProcessInfo.processInfo.environment["LIVEMIC_BINARY"], !path.isEmpty { return path }
-    let candidates = ["debug", "release"].map {
-      packageRoot.appendingPathComponent(".build/\($0)/livemic").path
-    }
-    .filter { FileManager.default.isExecutableFile(atPath: $0) }
-    func modified(_ path: String) -> Date {
-      ((try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date) ?? .distantPast
-    }
-    return candidates.max { modified($0) < modified($1) }
-  }
-
-  /// Runs a program; returns its status, standard output and standard error.
-  static func run(_ program: String, _ arguments: [String], environment: [String: String]? = nil) throws -> (
-    status: Int32, out: String, err: String
-  ) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: program)
-    process.arguments = arguments
-    if let environment { process.environment = environment }
-    // Files rather than pipes: nothing can block on a full pipe.
-    let folder = FileManager.default.temporaryDirectory
-    let outURL = folder.appendingPathComponent("livemic-native-out-\(getpid())-\(UUID().uuidString)")
-    let errURL = folder.appendingPathComponent("livemic-native-err-\(getpid())-\(UUID().uuidString)")
-    _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
-    _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
-    defer {
-      try? FileManager.default.removeItem(at: outURL)
-      try? FileManager.default.removeItem(at: errURL)
-    }
-    process.standardOutput = try FileHandle(forWritingTo: outURL)
-    process.standardError = try FileHandle(forWritingTo: errURL)
-    try process.run()
-    process.waitUntilExit()
-    let out = (try? String(contentsOf: outURL, encoding: .utf8)) ?? ""
-    let err = (try? String(contentsOf: errURL, encoding: .utf8)) ?? ""
-    return (process.terminationStatus, out, err)
-  }
+  static let manPage = Programs.packageRoot.appendingPathComponent("docs/livemic.1")
+  static let helpSource = Programs.packageRoot.appendingPathComponent("Sources/livemic/Help.swift")
+  static let completion = Programs.packageRoot.appendingPathComponent("contrib/bash-completion/livemic")
 
   @Test(
     "the man page renders with groff without warnings",
-    .enabled(if: tool("groff") != nil, "groff is not installed (scripts/setup --test installs groff-base)"))
+    .enabled(
+      if: Programs.tool("groff") != nil, "groff is not installed (scripts/setup --test installs groff-base)"))
   func manPageRendersWithGroff() throws {
-    let result = try Self.run(Self.tool("groff")!, ["-man", "-Tutf8", "-ww", "-z", Self.manPage.path])
+    let result = try Programs.run(
+      Programs.tool("groff")!, ["-man", "-Tutf8", "-ww", "-z", Self.manPage.path])
     #expect(result.status == 0)
     #expect(result.err.isEmpty, "groff warned:\n\(result.err)")
   }
 
   @Test(
     "the man page renders with man -l without warnings",
-    .enabled(if: tool("man") != nil, "man is not installed (scripts/setup --test installs man-db)"))
+    .enabled(if: Programs.tool("man") != nil, "man is not installed (scripts/setup --test installs man-db)"))
   func manPageRendersWithMan() throws {
     var environment = ProcessInfo.processInfo.environment
     environment["MANWIDTH"] = "80"
     environment["MAN_KEEP_FORMATTING"] = nil
     environment["LC_ALL"] = "C.UTF-8"
-    let result = try Self.run(
-      Self.tool("man")!, ["--warnings", "-l", Self.manPage.path], environment: environment)
+    let result = try Programs.run(
+      Programs.tool("man")!, ["--warnings", "-l", Self.manPage.path], environment: environment)
     #expect(result.status == 0)
     #expect(result.err.isEmpty, "man warned:\n\(result.err)")
     #expect(result.out.contains("livemic - a live voice chain for JACK"))
@@ -128,17 +84,19 @@ struct NativeTests {
       _livemic
       printf '%s\\n' "${COMPREPLY[@]}"
       """
-    let result = try run(
-      try #require(tool("bash"), "bash is not installed"), ["--norc", "--noprofile", "-c", script])
+    let result = try Programs.run(
+      try #require(Programs.tool("bash"), "bash is not installed"), ["--norc", "--noprofile", "-c", script])
     #expect(result.status == 0, "bash: \(result.err)")
     return result.out.split(separator: "\n").map(String.init)
   }
 
   @Test(
     "the bash completion completes subcommands, options, presets and parameter keys",
-    .enabled(if: tool("bash") != nil && livemic != nil, "needs bash and a built livemic (swift build)"))
+    .enabled(
+      if: Programs.tool("bash") != nil && Programs.livemic != nil,
+      "needs bash and a built livemic (swift build)"))
   func bashCompletion() throws {
-    let binary = Self.livemic!
+    let binary = Programs.livemic!
     #expect(try Self.complete(["ct"], livemic: binary) == ["ctl"])
     #expect(try Self.complete(["help", "mo"], livemic: binary) == ["monitor"])
     #expect(try Self.complete(["--record-f"], livemic: binary) == ["--record-format"])
@@ -166,7 +124,7 @@ struct NativeTests {
 
   @Test(
     "the systemd units verify",
-    .enabled(if: tool("systemd-analyze") != nil, "systemd-analyze is not installed"))
+    .enabled(if: Programs.tool("systemd-analyze") != nil, "systemd-analyze is not installed"))
   func systemdUnitsVerify() throws {
     let folder = FileManager.default.temporaryDirectory.appendingPathComponent("livemic-units-\(getpid())")
     try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -175,7 +133,7 @@ struct NativeTests {
     var paths: [String] = []
     for name in ["livemic.service", "jack.service"] {
       let text = try String(
-        contentsOf: packageRoot.appendingPathComponent("contrib/systemd/\(name)"), encoding: .utf8)
+        contentsOf: Programs.packageRoot.appendingPathComponent("contrib/systemd/\(name)"), encoding: .utf8)
       #expect(text.contains("Restart=on-failure") && text.contains("RestartSec="))
       if name == "livemic.service" {
         #expect(text.contains("After=jack.service") && text.contains("Wants=jack.service"))
@@ -186,7 +144,7 @@ struct NativeTests {
         .write(to: target, atomically: true, encoding: .utf8)
       paths.append(target.path)
     }
-    let result = try Self.run(Self.tool("systemd-analyze")!, ["verify", "--man=no"] + paths)
+    let result = try Programs.run(Programs.tool("systemd-analyze")!, ["verify", "--man=no"] + paths)
     #expect(result.status == 0)
     #expect(result.err.isEmpty, "systemd-analyze verify:\n\(result.err)")
   }

@@ -1,5 +1,6 @@
 import DSP
 import Foundation
+import TestSupport
 import Testing
 
 @testable import LiveMicControl
@@ -50,13 +51,13 @@ struct LoudnessTargetRenderTests {
   {
     let output = LoudnessTests.temporary("target-\(preset)-\(UUID().uuidString.prefix(6)).wav")
     defer { try? FileManager.default.removeItem(atPath: output) }
-    let release = packageRoot.appendingPathComponent(".build/release/livemic").path
+    let release = Programs.packageRoot.appendingPathComponent(".build/release/livemic").path
     let environment = ProcessInfo.processInfo.environment["LIVEMIC_BINARY"].flatMap { $0.isEmpty ? nil : $0 }
     if let binary = environment ?? (FileManager.default.isExecutableFile(atPath: release) ? release : nil) {
       let arguments =
         ["render", "-p", preset] + overrides.flatMap { ["-c", $0] }
         + (target.map { ["--loudness-target", "\($0)"] } ?? []) + [input, output]
-      let result = try NativeTests.run(binary, arguments)
+      let result = try Programs.run(binary, arguments)
       try #require(result.status == 0, "livemic render failed: \(result.err)")
     } else {
       var options = RenderOptions()

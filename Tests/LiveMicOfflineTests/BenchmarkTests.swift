@@ -1,5 +1,6 @@
 import DSP
 import Foundation
+import TestSupport
 import Testing
 
 /// `livemic bench`, run as users run it: the built binary (its sox comparison runs the binary's
@@ -16,10 +17,10 @@ struct BenchmarkTests {
 
   @Test(
     "bench --seconds 1: a row for every built-in unit and the voice chain, the denormal table, and sox against render with the ratio",
-    .enabled(if: NativeTests.livemic != nil))
+    .enabled(if: Programs.releaseLivemic != nil))
   func tablesAreWhole() throws {
-    let binary = try #require(NativeTests.livemic)
-    let (status, out, err) = try NativeTests.run(binary, ["bench", "--seconds", "1"])
+    let binary = try #require(Programs.releaseLivemic)
+    let (status, out, err) = try Programs.run(binary, ["bench", "--seconds", "1"])
     #expect(status == 0, "\(err)")
     let lines = out.split(separator: "\n")
     #expect(lines.first == "LiveMic benchmark: 1 s of stereo audio at 48 kHz, blocks of 256 frames", "\(out)")
@@ -34,7 +35,7 @@ struct BenchmarkTests {
       let row = lines.first { $0.hasPrefix(mode) }
       #expect(row.map(Self.figures)?.count == 3, "\(mode): \(row ?? "no row")")
     }
-    if NativeTests.tool("sox") != nil {
+    if Programs.tool("sox") != nil {
       let commands = lines.filter {
         $0.hasPrefix("| `sox in.wav") || $0.hasPrefix("| `livemic render -p voice")
       }
@@ -48,16 +49,16 @@ struct BenchmarkTests {
 
   @Test(
     "bench refuses a length outside 1…3600 s in one sentence, and --no-sox leaves the comparison out",
-    .enabled(if: NativeTests.livemic != nil))
+    .enabled(if: Programs.releaseLivemic != nil))
   func arguments() throws {
-    let binary = try #require(NativeTests.livemic)
+    let binary = try #require(Programs.releaseLivemic)
     for bad in ["0", "3601", "abc"] {
-      let (status, out, err) = try NativeTests.run(binary, ["bench", "--seconds", bad])
+      let (status, out, err) = try Programs.run(binary, ["bench", "--seconds", bad])
       #expect(status != 0 && out.isEmpty, "--seconds \(bad)")
       let sentence = "livemic: error: --seconds takes a whole number from 1 to 3600, not '\(bad)'"
       #expect(err == sentence + "; see 'livemic --help'\n", "\(err)")
     }
-    let (status, out, _) = try NativeTests.run(binary, ["bench", "--seconds", "1", "--no-sox"])
+    let (status, out, _) = try Programs.run(binary, ["bench", "--seconds", "1", "--no-sox"])
     #expect(status == 0 && out.contains("| whole voice chain |") && !out.contains("Ratio sox"), "\(out)")
   }
 }

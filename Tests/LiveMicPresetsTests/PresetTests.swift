@@ -1,12 +1,12 @@
 import DSP
 import Foundation
+import TestSupport
 import Testing
 
 @testable import LiveMicControl
 @testable import LiveMicPresets
 
-let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-  .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+let packageRoot = Programs.packageRoot
 let shipped = PresetLibrary(folders: [packageRoot.appendingPathComponent("presets").path])
 
 @Suite("Presets")

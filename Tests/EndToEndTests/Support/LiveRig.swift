@@ -1,0 +1,119 @@
+import Foundation
+import Testing
+
+/// The fixture an end-to-end test starts from: a private folder, a private server, the test's
+/// own JACK clients on it, and LiveMic connected to them, ready once LiveMic answers `status`
+/// (its control socket answers only after the client runs and its connections are made, so no
+/// log line is waited for). Torn down on deinit, in reverse order: LiveMic interrupted (its exit
+/// status checked unless the test said otherwise), the clients closed, the server stopped, the
+/// folder removed.
+///
+/// The folder is LiveMic's `XDG_RUNTIME_DIR` and `XDG_CONFIG_HOME`: its control socket is the
+/// rig's own (suites run at once in scripts/e2e, and another suite's `lmclient` must never
+/// answer this one's `ctl`), and no user preset is seen. docs/testing.md, "Adding a test".
+///
+/// Thread: the test's.
+final class LiveRig {
+  /// One JACK client of the test's: a generator (`signal`), a capture (`captureChannels`), or both.
+  struct Client {
+    var name: String
+    var signal: TestSignal?
+    var captureChannels = 0
+    var midi = false
+  }
+
+  /// LiveMic's JACK client name, and the name `ctl -n` reaches it by.
+  static let clientName = "lmclient"
+
+  let folder: URL
+  let server: JackServer
+  /// The test's clients, in the order it gave them.
+  let clients: [TestClient]
+  let livemic: LiveMicProcess
+  /// The real-time guard's counters, when the rig was made `guarded`.
+  let counters: URL?
+  /// What every `livemic` the rig runs gets: its private runtime folder.
+  let environment: [String: String]
+  /// Whether deinit expects LiveMic to stop with status 0 (false for a test that kills it).
+  var expectsCleanExit = true
+
+  /// Starts a server (`period` frames), the `clients`, then `livemic` with `-s SERVER -n
+  /// lmclient` and the arguments `arguments` makes from the clients (their port names), and
+  /// waits until it answers `status`. `guarded` preloads the project's real-time guard.
+  init(
+    period: Int = JackServer.takePeriod, clients specs: [Client] = [], guarded: Bool = false,
+    environment extra: [String: String] = [:], sourceLocation: SourceLocation = #_sourceLocation,
+    _ arguments: ([TestClient]) -> [String] = { _ in [] }
+  ) throws {
+    folder = Paths.temporaryFolder("rig")
+    environment = ["XDG_RUNTIME_DIR": folder.path].merging(extra) { _, new in new }
+    server = try JackServer(period: period)
+    var made: [TestClient] = []
+    for spec in specs {
+      made.append(
+        try TestClient(
+          name: spec.name, server: server.name, signal: spec.signal, captureChannels: spec.captureChannels,
+          midi: spec.midi))
+    }
+    clients = made
+    counters = guarded ? folder.appendingPathComponent("rtguard.txt") : nil
+    livemic = try LiveMicProcess(
+      ["-s", server.name, "-n", Self.clientName] + arguments(made), guardOutput: counters,
+      environment: environment)
+    guard waitUntil(seconds: 15, { !livemic.process.isRunning || status() != nil }),
+      livemic.process.isRunning
+    else {
+      throw HarnessError("livemic did not start: \(livemic.log)")
+    }
+  }
+
+  deinit {
+    let exit = livemic.interrupt()
+    if expectsCleanExit { #expect(exit == 0, "livemic's exit: \(livemic.log)") }
+    for client in clients { client.close() }
+    server.stop()
+    try? FileManager.default.removeItem(at: folder)
+  }
+
+  /// The client named `name`.
+  func client(_ name: String) -> TestClient {
+    guard let client = clients.first(where: { $0.name == name }) else {
+      preconditionFailure("the rig has no client '\(name)'")
+    }
+    return client
+  }
+
+  /// Runs `livemic ctl -n lmclient WORDS` against this rig's LiveMic.
+  @discardableResult
+  func ctl(_ words: String...) throws -> (status: Int32, stdout: String, stderr: String) {
+    try runLiveMic(["ctl", "-n", Self.clientName] + words, environment: environment)
+  }
+
+  /// LiveMic's `status` answer as an object, nil when it does not answer.
+  func status() -> [String: Any]? {
+    guard
+      let answer = try? runLiveMic(
+        ["ctl", "-n", Self.clientName, "--json", "status"], environment: environment),
+      answer.status == 0
+    else { return nil }
+    return try? JSONSerialization.jsonObject(with: Data(answer.stdout.utf8)) as? [String: Any]
+  }
+
+  /// A witness of the capture client `capture` for takes (`retaking`): its generators' channels,
+  /// and this rig's LiveMic's missed cycles.
+  func witness(_ capture: TestClient, generators: [(channel: Int, signal: TestSignal)]) -> Witness {
+    let environment = environment
+    return Witness(
+      capture: capture, generators: generators,
+      missedCycles: { Witness.missedCycles(client: Self.clientName, environment: environment) })
+  }
+
+  /// Expects the real-time guard (the rig made `guarded`) to have counted nothing.
+  func expectNothingCounted(sourceLocation: SourceLocation = #_sourceLocation) {
+    guard let counters else {
+      Issue.record("the rig runs without the real-time guard", sourceLocation: sourceLocation)
+      return
+    }
+    RealtimeGuard.expectNothingCounted(counters, sourceLocation: sourceLocation)
+  }
+}
