@@ -15,29 +15,16 @@ extension EndToEnd {
         #"{"lv2": "http://lsp-plug.in/plugins/lv2/sc_compressor_stereo", "id": "duck", "params": {"sct": 2, "cr": 8}, "sidechain": "music"}"#
       )
       defer { try? FileManager.default.removeItem(at: preset.deletingLastPathComponent()) }
-      let folder = preset.deletingLastPathComponent()
-      let counters = folder.appendingPathComponent("rtguard.txt")
       let voice = TestSignal.sine(frequencyHz: 440, amplitude: 0.1)
       let music = TestSignal.sine(frequencyHz: 97, amplitude: 0.8)
       // The music is keyed, not heard: at -60 dB it is silent in the output.
-      // A control socket of its own: suites run at once (scripts/e2e), and another's 'lmclient'
-      // must not answer this one's `ctl`.
-      let env = ["XDG_RUNTIME_DIR": folder.path]
       let rig = try MusicTests.rig(
-        ["-p", preset.path, "-c", "music.volume_db=-60"], voice: voice, music: music, guardOutput: counters,
-        environment: env)
-      let (server, generators, capture, livemic) = rig
-      defer {
-        #expect(livemic.interrupt() == 0, "\(livemic.log)")
-        for g in generators { g.close() }
-        capture.close()
-        server.stop()
-      }
+        ["-p", preset.path, "-c", "music.volume_db=-60"], voice: voice, music: music, guarded: true)
+      defer { rig.stop() }
+      let (capture, livemic) = (rig.client("lmcap"), rig.livemic)
       #expect(!livemic.log.contains("left out"), "\(livemic.log)")
       usleep(1_800_000)  // the start ramp, and the compressor's attack
-      let witness = Witness(
-        capture: capture, generators: [(0, music)],
-        missedCycles: { Witness.missedCycles(client: "lmclient", environment: env) })
+      let witness = rig.witness(capture, generators: [(0, music)])
       let level = try retaking("the voice under the keyed compressor") {
         let mark = witness.mark()
         try capture.record(frames: 9600)
@@ -46,7 +33,7 @@ extension EndToEnd {
         return Take(rms(out[...]), spoilt: witness.evidence(since: mark, to: end))
       }
       let drop = 20 * log10(level / (0.1 / 2.0.squareRoot()))
-      let answer = try runLiveMic(["ctl", "-n", "lmclient", "get", "duck.rlm"], environment: env)
+      let answer = try rig.ctl("get", "duck.rlm")
       let reported = answer.stdout.split(whereSeparator: { !"0123456789.-e".contains($0) }).compactMap {
         Double($0)
       }.last
@@ -60,7 +47,7 @@ extension EndToEnd {
       } else {
         Issue.record("no reduction reported: \(answer.stdout) \(answer.stderr)")
       }
-      RealtimeGuard.expectNothingCounted(counters)
+      rig.expectNothingCounted()
     }
   }
 }
@@ -84,29 +71,18 @@ extension EndToEnd.LV2SidechainTests {
     let preset = try EndToEnd.LV2Tests.presetFile(
       #"{"lv2": "http://lsp-plug.in/plugins/lv2/sc_compressor_stereo", "id": "duck", "on": "music", "params": {"sct": 2, "cr": 8, "al": 0.05}}"#
     )
-    let folder = preset.deletingLastPathComponent()
-    defer { try? FileManager.default.removeItem(at: folder) }
-    let counters = folder.appendingPathComponent("rtguard.txt")
-    let env = ["XDG_RUNTIME_DIR": folder.path]
+    defer { try? FileManager.default.removeItem(at: preset.deletingLastPathComponent()) }
     // The voice at 1000 Hz, the music at 100 Hz: over 9600 frames (200 and 20 periods) each
     // one's amplitude in the output is measured apart from the other's.
     let voice = TestSignal.sine(frequencyHz: 1000, amplitude: 0.3)
     let music = TestSignal.sine(frequencyHz: 100, amplitude: 0.5)
     let rig = try EndToEnd.MusicTests.rig(
-      ["-p", preset.path, "-c", "music.volume_db=0"], voice: voice, music: music, guardOutput: counters,
-      environment: env)
-    let (server, generators, capture, livemic) = rig
-    defer {
-      #expect(livemic.interrupt() == 0, "\(livemic.log)")
-      for g in generators { g.close() }
-      capture.close()
-      server.stop()
-    }
+      ["-p", preset.path, "-c", "music.volume_db=0"], voice: voice, music: music, guarded: true)
+    defer { rig.stop() }
+    let (capture, livemic) = (rig.client("lmcap"), rig.livemic)
     #expect(!livemic.log.contains("left out"), "\(livemic.log)")
     usleep(1_800_000)  // the start ramp, and the compressor's attack
-    let witness = Witness(
-      capture: capture, generators: [(0, music)],
-      missedCycles: { Witness.missedCycles(client: "lmclient", environment: env) })
+    let witness = rig.witness(capture, generators: [(0, music)])
     let (musicOut, voiceOut) = try retaking("the music under the keyed compressor") {
       let mark = witness.mark()
       try capture.record(frames: 9600)
@@ -116,7 +92,7 @@ extension EndToEnd.LV2SidechainTests {
         spoilt: witness.evidence(since: mark, to: capture.frameCount))
     }
     let drop = 20 * log10(musicOut / 0.5)
-    let answer = try runLiveMic(["ctl", "-n", "lmclient", "get", "duck.rlm"], environment: env)
+    let answer = try rig.ctl("get", "duck.rlm")
     let reported = answer.stdout.split(whereSeparator: { !"0123456789.-e".contains($0) }).compactMap {
       Double($0)
     }.last.map { 20 * log10($0) }
@@ -128,7 +104,7 @@ extension EndToEnd.LV2SidechainTests {
       reported.map { abs(drop - $0) < 1 } == true, "fell \(drop) dB, reported \(String(describing: reported))"
     )
     #expect(abs(voiceOut - 0.3) < 0.003, "the voice changed: \(voiceOut)")
-    RealtimeGuard.expectNothingCounted(counters)
+    rig.expectNothingCounted()
   }
 }
 

@@ -8,53 +8,51 @@ extension EndToEnd {
     /// A server, a voice generator (into `in_1`), a music generator (into `music_1` and
     /// `music_2`) and a capture: in_1 the music directly, in_2/in_3 LiveMic's outputs; with
     /// `monitor`, in_4 the voice directly and in_5 `monitor_1`.
+    /// A `LiveRig` with the voice and music generators (`lmvoice`, `lmmusic`) on LiveMic's voice
+    /// and music inputs, and a capture (`lmcap`) of the music (channel 0) and LiveMic's outputs
+    /// (1, 2), with `monitor` also of the voice (3) and the monitor output (4).
     static func rig(
       _ arguments: [String], voice: TestSignal, music: TestSignal, monitor: Bool = false,
-      guardOutput: URL? = nil, period: Int = JackServer.takePeriod, environment: [String: String] = [:]
-    ) throws -> (JackServer, [TestClient], TestClient, LiveMicProcess) {
-      let server = try JackServer(period: period)
-      let voiceGenerator = try TestClient(
-        name: "lmvoice", server: server.name, signal: voice, captureChannels: 0)
-      let musicGenerator = try TestClient(
-        name: "lmmusic", server: server.name, signal: music, captureChannels: 0)
-      let capture = try TestClient(
-        name: "lmcap", server: server.name, signal: nil, captureChannels: monitor ? 5 : 3)
-      try capture.connect(musicGenerator.portName("out"), capture.portName("in_1"))
-      if monitor { try capture.connect(voiceGenerator.portName("out"), capture.portName("in_4")) }
-      let musicOut = musicGenerator.portName("out")
-      let livemic = try LiveMicProcess(
-        [
-          "-s", server.name, "-n", "lmclient", "--connect-in", voiceGenerator.portName("out"),
-          "--connect-music", "\(musicOut),\(musicOut)",
+      guarded: Bool = false, period: Int = JackServer.takePeriod, environment: [String: String] = [:]
+    ) throws -> LiveRig {
+      let clients: [LiveRig.Client] = [
+        .init(name: "lmvoice", signal: voice), .init(name: "lmmusic", signal: music),
+        .init(name: "lmcap", captureChannels: monitor ? 5 : 3),
+      ]
+      let rig = try LiveRig(period: period, clients: clients, guarded: guarded, environment: environment) {
+        c in
+        let (voiceOut, musicOut, capture) = (c[0].portName("out"), c[1].portName("out"), c[2])
+        return [
+          "--connect-in", voiceOut, "--connect-music", "\(musicOut),\(musicOut)",
           "--connect-out", "\(capture.portName("in_2")),\(capture.portName("in_3"))",
-        ] + (monitor ? ["--connect-monitor", capture.portName("in_5")] : []) + arguments,
-        guardOutput: guardOutput, environment: environment)
-      guard livemic.waitForLog("latency capture-to-playback") else {
-        throw HarnessError("livemic did not start: \(livemic.log)")
+        ] + (monitor ? ["--connect-monitor", capture.portName("in_5")] : []) + arguments
       }
-      return (server, [voiceGenerator, musicGenerator], capture, livemic)
+      let capture = rig.client("lmcap")
+      try capture.connect(rig.client("lmmusic").portName("out"), capture.portName("in_1"))
+      if monitor { try capture.connect(rig.client("lmvoice").portName("out"), capture.portName("in_4")) }
+      return rig
     }
 
     /// The rig's witness: the music generator on channel 0 (and the voice on channel 3 with a
     /// monitor), LiveMic's missed cycles.
-    static func witness(_ capture: TestClient, voice: TestSignal, music: TestSignal, monitor: Bool = false)
+    static func witness(_ rig: LiveRig, voice: TestSignal, music: TestSignal, monitor: Bool = false)
       -> Witness
     {
-      Witness(
-        capture: capture, generators: [(0, music)] + (monitor ? [(3, voice)] : []),
-        missedCycles: { Witness.missedCycles(client: "lmclient", environment: [:]) })
+      rig.witness(rig.client("lmcap"), generators: [(0, music)] + (monitor ? [(3, voice)] : []))
     }
 
     @Test("the music bypasses the voice chain: out = music × its volume, bit for bit")
     func musicBypassesChain() throws {
       // The voice chain has -12 dB of input gain and a silent voice: the music must not see it.
-      let (server, generators, capture, livemic) = try Self.rig(
+      let rig = try Self.rig(
         ["-p", "flat", "-c", "input.bypass=0", "-c", "input.gain_db=-12", "-c", "music.volume_db=-6"],
         voice: .sine(frequencyHz: 300, amplitude: 0), music: .sine(frequencyHz: 1000, amplitude: 0.5))
+      defer { rig.stop() }
+      let capture = rig.client("lmcap")
       // PipeWire delivers port metadata to other clients asynchronously: allow it a moment.
       #expect(
         capture.prettyNameOnServer(
-          of: "lmclient:music_1", expected: "LiveMic music 1 (left)", server: server.name)
+          of: "lmclient:music_1", expected: "LiveMic music 1 (left)", server: rig.server.name)
           == "LiveMic music 1 (left)")
       #expect(capture.connections(of: "lmclient:music_2") == ["lmmusic:out"])
       usleep(1_300_000)  // the start ramp applies to the music too
@@ -62,7 +60,7 @@ extension EndToEnd {
       // A take the server spoilt (a gap, an xrun, a generator off, a cycle LiveMic missed) is
       // taken again.
       let witness = Self.witness(
-        capture, voice: .sine(frequencyHz: 300, amplitude: 0), music: .sine(frequencyHz: 1000, amplitude: 0.5)
+        rig, voice: .sine(frequencyHz: 300, amplitude: 0), music: .sine(frequencyHz: 1000, amplitude: 0.5)
       )
       let take = try retaking("the music through LiveMic") {
         try witness.take(frames: 24000, channels: [0, 1, 2])
@@ -75,10 +73,6 @@ extension EndToEnd {
       #expect(music.count >= 24000)
       #expect(rms(music[...]) > 0.3)
       #expect(mismatches == 0, "\(mismatches) of \(music.count) samples are not music × 10^(-6/20)")
-      #expect(livemic.interrupt() == 0)
-      for g in generators { g.close() }
-      capture.close()
-      server.stop()
     }
 
     /// The music's gain and the voice's presence per 10 ms window (480 frames: a whole number
@@ -103,19 +97,21 @@ extension EndToEnd {
 
     @Test("ducking: the music dips by depth_db within attack_ms of the voice and recovers over release_ms")
     func duckingDepthAndTiming() throws {
-      let (server, generators, capture, livemic) = try Self.rig(
+      let rig = try Self.rig(
         [
           "-p", "flat", "-c", "music.volume_db=-6", "-c", "music.duck=1", "-c", "music.duck_depth_db=12",
           "-c", "music.duck_attack_ms=100", "-c", "music.duck_release_ms=400", "-c", "music.duck_hold_ms=0",
           "-c", "music.duck_threshold_db=-40",
         ],
         voice: .sine(frequencyHz: 300, amplitude: 0.25), music: .sine(frequencyHz: 1000, amplitude: 0.5))
+      defer { rig.stop() }
+      let capture = rig.client("lmcap")
       usleep(1_500_000)
-      let voiceOut = generators[0].portName("out")
+      let voiceOut = rig.client("lmvoice").portName("out")
       /// One take: the windows, and where the voice went off and came back (three windows in a
       /// row, so one spoilt window is not taken for the voice).
       let witness = Self.witness(
-        capture, voice: .sine(frequencyHz: 300, amplitude: 0.25),
+        rig, voice: .sine(frequencyHz: 300, amplitude: 0.25),
         music: .sine(frequencyHz: 1000, amplitude: 0.5))
       func take() throws -> Take<(w: [(gain: Double, voice: Double)], off: Int, on: Int)?> {
         let mark = witness.mark()
@@ -161,10 +157,6 @@ extension EndToEnd {
       print("ducking: depth \(ducked) dB, release \(released) ms, attack \(attacked) ms")
       #expect(abs(released - 383) <= 30, "recovered in \(released) ms, expected about 383 ms")
       #expect(abs(attacked - 96) <= 30, "dipped in \(attacked) ms, expected about 96 ms")
-      #expect(livemic.interrupt() == 0)
-      for g in generators { g.close() }
-      capture.close()
-      server.stop()
     }
 
     /// The gain of `reference` in `signal` (their correlation over a whole number of periods).
@@ -180,22 +172,24 @@ extension EndToEnd {
 
     @Test("monitor mix: its voice and music levels are its own, independent of the main outputs")
     func monitorLevelsAreIndependent() throws {
-      let (server, generators, capture, livemic) = try Self.rig(
+      let rig = try Self.rig(
         [
           "-p", "flat", "-c", "music.volume_db=-20", "-c", "monitor.voice_db=-6", "-c", "monitor.music_db=0",
         ],
         voice: .sine(frequencyHz: 300, amplitude: 0.25), music: .sine(frequencyHz: 1000, amplitude: 0.5),
         monitor: true)
+      defer { rig.stop() }
+      let capture = rig.client("lmcap")
       // PipeWire delivers port metadata to other clients asynchronously: allow it a moment.
       #expect(
         capture.prettyNameOnServer(
-          of: "lmclient:monitor_1", expected: "LiveMic monitor 1 (left)", server: server.name)
+          of: "lmclient:monitor_1", expected: "LiveMic monitor 1 (left)", server: rig.server.name)
           == "LiveMic monitor 1 (left)")
       usleep(1_300_000)
       let db = { (g: Double) in 20 * log10(g) }
       // A take the server spoilt is taken again.
       let witness = Self.witness(
-        capture, voice: .sine(frequencyHz: 300, amplitude: 0.25),
+        rig, voice: .sine(frequencyHz: 300, amplitude: 0.25),
         music: .sine(frequencyHz: 1000, amplitude: 0.5),
         monitor: true)
       let figures = try retaking("the monitor and main levels") {
@@ -214,26 +208,23 @@ extension EndToEnd {
       #expect(abs(figures.mainVoice) < 0.01, "\(figures)")
       #expect(abs(figures.monitorMusic) < 0.01, "\(figures)")
       #expect(abs(figures.monitorVoice + 6) < 0.01, "\(figures)")
-      #expect(livemic.interrupt() == 0)
-      for g in generators { g.close() }
-      capture.close()
-      server.stop()
     }
 
     @Test("monitor reverb: a tail in the monitor between the voice's bursts, none in the main outputs")
     func monitorReverbIsMonitorOnly() throws {
       for reverbDb in [-60, -3] {
-        let (server, generators, capture, livemic) = try Self.rig(
+        let rig = try Self.rig(
           [
             "-p", "flat", "-c", "music.volume_db=-60", "-c", "monitor.music_db=-60",
             "-c", "monitor.reverb_db=\(reverbDb)", "-c", "monitor.reverb_room=0.7",
           ],
           voice: .burst(frequencyHz: 440, amplitude: 0.25, onFrames: 4800, offFrames: 9600),
           music: .sine(frequencyHz: 1000, amplitude: 0.5), monitor: true)
+        defer { rig.stop() }
         usleep(1_300_000)
         // A take the server spoilt is taken again.
         let witness = Self.witness(
-          capture, voice: .burst(frequencyHz: 440, amplitude: 0.25, onFrames: 4800, offFrames: 9600),
+          rig, voice: .burst(frequencyHz: 440, amplitude: 0.25, onFrames: 4800, offFrames: 9600),
           music: .sine(frequencyHz: 1000, amplitude: 0.5), monitor: true)
         let take = try retaking("the monitor reverb at \(reverbDb) dB") {
           try witness.take(frames: 48000, channels: [1, 3, 4])
@@ -262,10 +253,6 @@ extension EndToEnd {
           // The tail of a 0.1 s burst at -12 dBFS in a 0.7 room, 20 to 200 ms after it.
           #expect(rms(monitor, quiet) > 0.002, "the monitor has the reverb's tail")
         }
-        #expect(livemic.interrupt() == 0)
-        for g in generators { g.close() }
-        capture.close()
-        server.stop()
       }
     }
 
@@ -273,9 +260,11 @@ extension EndToEnd {
     func latencyOfBothPaths() throws {
       // voice's denoise declares 480 frames; the music bypasses the chain. The test clients'
       // own ports have no latency.
-      let (server, generators, capture, livemic) = try Self.rig(
+      let rig = try Self.rig(
         ["-p", "voice", "-c", "music.volume_db=-20"], voice: .sine(frequencyHz: 300, amplitude: 0.25),
         music: .sine(frequencyHz: 1000, amplitude: 0.5), monitor: true)
+      defer { rig.stop() }
+      let capture = rig.client("lmcap")
       var figures: [String: (min: UInt32, max: UInt32)] = [:]
       let reported = waitUntil(seconds: 5) {
         figures = [
@@ -288,33 +277,24 @@ extension EndToEnd {
           && figures["in_1 playback"]! == (480, 480) && figures["music_1 playback"]! == (0, 0)
       }
       #expect(reported, "\(figures)")
-      #expect(livemic.interrupt() == 0)
-      for g in generators { g.close() }
-      capture.close()
-      server.stop()
     }
 
     @Test(
       "real-time guard: zero allocations, locks and waits with --music, ducking, --monitor and its reverb, --loudness-target"
     )
     func musicIsRealtimeSafe() throws {
-      let folder = Paths.temporaryFolder("guard-music")
-      defer { try? FileManager.default.removeItem(at: folder) }
-      let counters = folder.appendingPathComponent("rtguard.txt")
-      let (server, generators, capture, livemic) = try Self.rig(
+      let rig = try Self.rig(
         [
           "-p", "voice", "-c", "music.duck=1", "--monitor", "-c", "monitor.reverb_db=-6",
           "--loudness-target", "-16",
         ],
         voice: .sine(frequencyHz: 300, amplitude: 0.3),
-        music: .sine(frequencyHz: 1000, amplitude: 0.3), monitor: true, guardOutput: counters, period: 256)
-      func cycles() -> Int { Int(RealtimeGuard.counters(counters)["cycles"] ?? "0") ?? 0 }
+        music: .sine(frequencyHz: 1000, amplitude: 0.3), monitor: true, guarded: true, period: 256)
+      defer { rig.stop() }
+      func cycles() -> Int { rig.counters.map { Int(RealtimeGuard.counters($0)["cycles"] ?? "0") ?? 0 } ?? 0 }
       #expect(waitUntil(seconds: 20) { cycles() >= 2000 }, "only \(cycles()) cycles")
-      #expect(livemic.interrupt() == 0)
-      RealtimeGuard.expectNothingCounted(counters)
-      for g in generators { g.close() }
-      capture.close()
-      server.stop()
+      rig.stop()
+      rig.expectNothingCounted()
     }
   }
 }

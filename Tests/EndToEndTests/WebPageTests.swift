@@ -18,6 +18,41 @@ extension EndToEnd {
           + " && !!document.querySelector('[data-key=\"output.volume\"]')", timeout: 15)
     }
 
+    /// Has page `page` note, in the page itself, each change of its banner (state and text, at
+    /// `Date.now()`) and each click on `#mute`: a latency read from these marks is the page's own,
+    /// without the WebDriver round trips of polling (tens of milliseconds on a loaded machine,
+    /// measured: a banner seen 300 ms after a click it had shown within 200).
+    static func watchBanner(_ browser: Browser, _ page: Int) throws {
+      _ = try browser.js(
+        page,
+        """
+        const b = document.getElementById('banner'), t = document.getElementById('banner-text');
+        window.lmMarks = { changes: [], click: null };
+        const note = () => window.lmMarks.changes.push(
+          { state: b.dataset.state, text: t.textContent, at: Date.now() });
+        new MutationObserver(note).observe(
+          b, { attributes: true, childList: true, subtree: true, characterData: true });
+        document.getElementById('mute').addEventListener(
+          'click', () => { window.lmMarks.click = Date.now(); }, true);
+        return true;
+        """)
+    }
+
+    /// Seconds from `since` (milliseconds since 1970; nil: the last click on `#mute`) to the
+    /// first banner change after it into `state` (and `text`, when given), as the page marked
+    /// them (`watchBanner`); nil if there is none.
+    static func bannerSeconds(
+      _ browser: Browser, _ page: Int, state: String, text: String? = nil, since: Double? = nil
+    ) throws -> Double? {
+      let from = since.map { String($0) } ?? "window.lmMarks.click"
+      let textTest = text.map { " && c.text === '\($0)'" } ?? ""
+      let ms = try browser.js(
+        page,
+        "const from = \(from); const c = window.lmMarks.changes.find(c => c.at >= from"
+          + " && c.state === '\(state)'\(textTest)); return c ? c.at - from : null")
+      return (ms as? NSNumber).map { $0.doubleValue / 1000 }
+    }
+
     /// Peak of `samples` in windows of `window` frames.
     static func windowPeaks(_ samples: [Float], window: Int) -> [Float] {
       stride(from: 0, to: samples.count - window, by: window).map { start in
@@ -40,13 +75,13 @@ extension EndToEnd {
       #expect(!url.contains("token"), "the token stays in the address bar: \(url)")
       usleep(1_300_000)  // the start ramp
       try browser.wait(page, "return Number(document.getElementById('meters').dataset.outputPeak) > -20")
+      try Self.watchBanner(browser, page)
       let start = capture.frameCount
-      let before = Date()
       try browser.click(page, "#mute")
       let clicked = capture.frameCount
       let bannerSeconds = try browser.wait(
         page, "return document.getElementById('banner').dataset.state === 'muted'", timeout: 2)
-      let bannerAfterClick = Date().timeIntervalSince(before)
+      let bannerAfterClick = try Self.bannerSeconds(browser, page, state: "muted") ?? .infinity
       try capture.record(frames: 24000)
       let out = capture.recording(channel: 1, from: start).samples
       let window = 48  // 1 ms
@@ -173,6 +208,7 @@ extension EndToEnd {
       let page = try browser.open(Self.address(port, token))
       try Self.waitReady(browser, page)
       let socket = try ControlDoorTests.connect(folder)
+      try Self.watchBanner(browser, page)
       let steps: [(String, String, String)] = [
         ("{\"cmd\":\"mute\"}", "muted", "muted (ramp)"),
         ("{\"cmd\":\"unmute\"}", "running", "running"),
@@ -183,12 +219,16 @@ extension EndToEnd {
       ]
       var slowest = 0.0
       for (line, state, text) in steps {
+        let sent = (Date().timeIntervalSince1970 * 1000).rounded(.down)
         socket.send(line)
-        let seconds = try browser.wait(
+        try browser.wait(
           page,
           "const b = document.getElementById('banner'); return b.dataset.state === '\(state)'"
             + " && document.getElementById('banner-text').textContent === '\(text)'", timeout: 5)
         _ = socket.lines(for: 5, count: 1)
+        // The page's own mark of the change, against the moment the request left (one clock).
+        let seconds =
+          try Self.bannerSeconds(browser, page, state: state, text: text, since: sent) ?? .infinity
         print("[measured] web banner: '\(text)' \(Int(seconds * 1000)) ms after \(line)")
         #expect(seconds >= 0 && seconds < 0.2, "'\(text)' showed \(seconds) s after \(line)")
         slowest = max(slowest, seconds)
@@ -199,13 +239,16 @@ extension EndToEnd {
         $0.hasSuffix(".bypass") && !$0.hasPrefix("output.")
       }.sorted()
       #expect(!bypassKeys.isEmpty)
+      var lastSent = 0.0
       for (n, key) in bypassKeys.enumerated() {
+        lastSent = (Date().timeIntervalSince1970 * 1000).rounded(.down)
         socket.send("{\"cmd\":\"set\",\"key\":\"\(key)\",\"value\":1}")
         if n < bypassKeys.count - 1 { _ = socket.lines(for: 5, count: 1) }
       }
-      let bypassed = try browser.wait(
+      try browser.wait(
         page, "return document.getElementById('banner').dataset.state === 'bypassed'", timeout: 5)
       _ = socket.lines(for: 5, count: 1)
+      let bypassed = try Self.bannerSeconds(browser, page, state: "bypassed", since: lastSent) ?? .infinity
       print("[measured] web banner: 'bypassed' \(Int(bypassed * 1000)) ms after the last stage's bypass")
       #expect(bypassed >= 0 && bypassed < 0.2, "'bypassed' showed \(bypassed) s after the last bypass")
       print("[measured] web banner: slowest state change \(Int(max(slowest, bypassed) * 1000)) ms")
@@ -286,55 +329,64 @@ extension EndToEnd {
       // The chaos client of issue 14 (ControlDoorTests.sixClients' commands, on the socket)
       // runs the whole time: presets, mutes in every mode, unmutes, sets, meters, routes.
       let commands = ControlDoorTests.chaosCommands
-      let chaosDone = Atomic<Bool>(false)
-      let chaosTimes = Mutex<[Double]>([])
-      let chaosUnanswered = Atomic<Int>(0)
-      let chaosGroup = DispatchGroup()
-      DispatchQueue.global().async(group: chaosGroup) {
-        guard let chaos = try? ControlDoorTests.connect(folder) else {
-          chaosUnanswered.add(1, ordering: .relaxed)
-          return
+      // A take the machine spoilt (the test process held off the CPU for 50 ms or more: the
+      // latencies would be the machine's) is taken again, printed.
+      let probe = StallProbe(thresholdSeconds: 0.05)
+      defer { probe.stop() }
+      let (times, chaosSorted, chaosUnanswered) = try retaking("/api and the chaos client beside six pages") {
+        let began = Date()
+        let chaosDone = Atomic<Bool>(false)
+        let chaosTimes = Mutex<[Double]>([])
+        let chaosUnanswered = Atomic<Int>(0)
+        let chaosGroup = DispatchGroup()
+        DispatchQueue.global().async(group: chaosGroup) {
+          guard let chaos = try? ControlDoorTests.connect(folder) else {
+            chaosUnanswered.add(1, ordering: .relaxed)
+            return
+          }
+          var i = 14
+          while !chaosDone.load(ordering: .relaxed) {
+            i = (i &* 1_103_515_245 &+ 12345) & 0x7fff_ffff
+            let (answer, seconds) = ControlDoorTests.ask(
+              chaos, commands[(i >> 16) % commands.count], within: 5)
+            if answer == nil { chaosUnanswered.add(1, ordering: .relaxed) }
+            chaosTimes.withLock { $0.append(seconds) }
+            usleep(20_000)
+          }
         }
-        var i = 14
-        while !chaosDone.load(ordering: .relaxed) {
-          i = (i &* 1_103_515_245 &+ 12345) & 0x7fff_ffff
-          let (answer, seconds) = ControlDoorTests.ask(chaos, commands[(i >> 16) % commands.count], within: 5)
-          if answer == nil { chaosUnanswered.add(1, ordering: .relaxed) }
-          chaosTimes.withLock { $0.append(seconds) }
+        let client = WebClient(port: port)
+        var times: [Double] = []
+        for i in 0..<200 {
+          let line =
+            i % 2 == 0 ? "{\"cmd\":\"status\"}" : "{\"cmd\":\"set\",\"key\":\"output.volume\",\"value\":0.9}"
+          let sent = Date()
+          let answer = client.api(line, token: token)
+          let ok = answer?.json["ok"] as? Bool == true
+          times.append(ok ? Date().timeIntervalSince(sent) : .infinity)
+          if !ok {
+            print(
+              "[measured] web /api beside the chaos: \(line) → \(answer?.status ?? -1) \(answer?.body ?? "no answer")"
+            )
+          }
           usleep(20_000)
         }
+        chaosDone.store(true, ordering: .relaxed)
+        chaosGroup.wait()
+        _ = ControlDoorTests.ask(try ControlDoorTests.connect(folder), "{\"cmd\":\"unmute\"}", within: 5)
+        return Take(
+          (times.sorted(), chaosTimes.withLock { $0 }.sorted(), chaosUnanswered.load(ordering: .relaxed)),
+          spoilt: probe.evidence(since: began))
       }
-      let client = WebClient(port: port)
-      var times: [Double] = []
-      for i in 0..<200 {
-        let line =
-          i % 2 == 0 ? "{\"cmd\":\"status\"}" : "{\"cmd\":\"set\",\"key\":\"output.volume\",\"value\":0.9}"
-        let began = Date()
-        let answer = client.api(line, token: token)
-        let ok = answer?.json["ok"] as? Bool == true
-        times.append(ok ? Date().timeIntervalSince(began) : .infinity)
-        if !ok {
-          print(
-            "[measured] web /api beside the chaos: \(line) → \(answer?.status ?? -1) \(answer?.body ?? "no answer")"
-          )
-        }
-        usleep(20_000)
-      }
-      chaosDone.store(true, ordering: .relaxed)
-      chaosGroup.wait()
-      _ = ControlDoorTests.ask(try ControlDoorTests.connect(folder), "{\"cmd\":\"unmute\"}", within: 5)
-      times.sort()
       let p99 = times[197]
       print(
         "[measured] web /api with six pages open and the chaos client: p50 \(times[100] * 1000) ms, p99 \(p99 * 1000) ms, slowest \(times[199] * 1000) ms"
       )
       #expect(p99 < 0.1, "p99 \(p99) s")
-      let chaosSorted = chaosTimes.withLock { $0 }.sorted()
       let chaosP99 = chaosSorted.isEmpty ? 99 : chaosSorted[chaosSorted.count * 99 / 100]
       print(
         "[measured] the chaos client beside six pages: \(chaosSorted.count) requests, p99 \(chaosP99 * 1000) ms, slowest \((chaosSorted.last ?? 0) * 1000) ms"
       )
-      #expect(chaosUnanswered.load(ordering: .relaxed) == 0)
+      #expect(chaosUnanswered == 0)
       #expect(chaosSorted.count > 50, "\(chaosSorted.count) chaos requests")
       #expect(chaosP99 < 0.1, "the chaos client's p99 \(chaosP99) s")
       // Every page still shows a live LiveMic after the chaos.

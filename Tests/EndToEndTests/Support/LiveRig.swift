@@ -4,9 +4,7 @@ import Testing
 /// The fixture an end-to-end test starts from: a private folder, a private server, the test's
 /// own JACK clients on it, and LiveMic connected to them, ready once LiveMic answers `status`
 /// (its control socket answers only after the client runs and its connections are made, so no
-/// log line is waited for). Torn down on deinit, in reverse order: LiveMic interrupted (its exit
-/// status checked unless the test said otherwise), the clients closed, the server stopped, the
-/// folder removed.
+/// log line is waited for). Torn down by `stop()` (from a `defer`), in reverse order.
 ///
 /// The folder is LiveMic's `XDG_RUNTIME_DIR` and `XDG_CONFIG_HOME`: its control socket is the
 /// rig's own (suites run at once in scripts/e2e, and another suite's `lmclient` must never
@@ -67,11 +65,24 @@ final class LiveRig {
     }
   }
 
-  deinit {
+  /// Tears the rig down (once; deinit does it too, and removes the folder): LiveMic interrupted,
+  /// its exit status checked unless `expectsCleanExit` is false, the clients closed, the server
+  /// stopped. Call it from a `defer` right after making the rig: Swift may end an object's life
+  /// after its last use, before the end of the scope.
+  func stop(sourceLocation: SourceLocation = #_sourceLocation) {
+    guard !stopped else { return }
+    stopped = true
     let exit = livemic.interrupt()
-    if expectsCleanExit { #expect(exit == 0, "livemic's exit: \(livemic.log)") }
+    if expectsCleanExit {
+      #expect(exit == 0, "livemic's exit: \(livemic.log)", sourceLocation: sourceLocation)
+    }
     for client in clients { client.close() }
     server.stop()
+  }
+  private var stopped = false
+
+  deinit {
+    stop()
     try? FileManager.default.removeItem(at: folder)
   }
 
