@@ -94,14 +94,29 @@ final class LowBandGate {
   /// - Realtime: safe
   func process(_ x: UnsafeMutablePointer<Float>, input: UnsafeMutablePointer<Float>, open: Bool) {
     var (low, whole): (Float, Float) = (0, 0)
-    var (m, h) = (measured, measuredHigh)
+    // The low-pass and the high-pass side by side in two lanes (low, high), each of their two
+    // sections as one two-lane section: the same arithmetic per lane as one section at a time,
+    // in half the dependent steps.
+    let (m0, h0) = (measured, measuredHigh)
+    var (x1a, x2a, y1a, y2a) = (
+      SIMD2(m0[0], h0[0]), SIMD2(m0[1], h0[1]), SIMD2(m0[2], h0[2]), SIMD2(m0[3], h0[3])
+    )
+    var (x1b, x2b, y1b, y2b) = (
+      SIMD2(m0[4], h0[4]), SIMD2(m0[5], h0[5]), SIMD2(m0[6], h0[6]), SIMD2(m0[7], h0[7])
+    )
+    let (c0, c1, c2) = (SIMD2(b0, hb0), SIMD2(b1, hb1), SIMD2(b2, hb0))
+    let (d1, d2) = (SIMD2(repeating: a1), SIMD2(repeating: a2))
     for i in 0..<frame {
-      let v = input[i]
-      let y = Self.lowPass(v, &m, b0, b1, b2, a1, a2)
-      let z = Self.lowPass(v, &h, hb0, hb1, hb0, a1, a2)
-      low += y * y
-      whole += z * z
+      let v = SIMD2(repeating: input[i])
+      let ya = c0 * v + c1 * x1a + c2 * x2a - d1 * y1a - d2 * y2a
+      (x2a, x1a, y2a, y1a) = (x1a, v, y1a, ya)
+      let yb = c0 * ya + c1 * x1b + c2 * x2b - d1 * y1b - d2 * y2b
+      (x2b, x1b, y2b, y1b) = (x1b, ya, y1b, yb)
+      low += yb.x * yb.x
+      whole += yb.y * yb.y
     }
+    let m = SIMD8(x1a.x, x2a.x, y1a.x, y2a.x, x1b.x, x2b.x, y1b.x, y2b.x)
+    let h = SIMD8(x1a.y, x2a.y, y1a.y, y2a.y, x1b.y, x2b.y, y1b.y, y2b.y)
     guard low.isFinite, whole.isFinite else {  // a non-finite frame: start again
       (s1, s2, measured, measuredHigh) = (
         SIMD4(repeating: 0), SIMD4(repeating: 0), SIMD8(repeating: 0), SIMD8(repeating: 0)
@@ -165,19 +180,6 @@ final class LowBandGate {
   ) -> Float {
     let y = b0 * v + b1 * s[0] + b2 * s[1] - a1 * s[2] - a2 * s[3]
     s = SIMD4(v, s[0], y, s[2])
-    return y
-  }
-
-  /// Both sections of the measuring low-pass in one: the first four lanes and the last four.
-  /// - Realtime: safe
-  @inline(__always)
-  private static func lowPass(
-    _ v: Float, _ s: inout SIMD8<Float>, _ b0: Float, _ b1: Float, _ b2: Float, _ a1: Float, _ a2: Float
-  ) -> Float {
-    var first = s.lowHalf
-    var second = s.highHalf
-    let y = lowPass(lowPass(v, &first, b0, b1, b2, a1, a2), &second, b0, b1, b2, a1, a2)
-    s = SIMD8(lowHalf: first, highHalf: second)
     return y
   }
 }
