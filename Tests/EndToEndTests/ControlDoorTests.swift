@@ -13,16 +13,15 @@ extension EndToEnd {
     }
 
     /// The rig the door tests share: `flat` on a 500 Hz sine under the real-time guard, its
-    /// socket under `folder` (XDG_RUNTIME_DIR), `environment` added; at 256 frames, not the
-    /// takes' 1024: a mute is answered once its fade has run, a few periods, and at 1024 frames
-    /// (21 ms each) six clients' p99 stood at 86-115 ms against the 100 ms line (2026-12-02).
-    static func guardedRig(_ folder: URL, environment: [String: String] = [:]) throws -> GuardedRun {
-      let counters = folder.appendingPathComponent("rtguard.txt")
-      return GuardedRun(
-        counters: counters,
+    /// socket under the rig's folder (XDG_RUNTIME_DIR), `environment` added; at 256 frames, not
+    /// the takes' 1024: a mute is answered once its fade has run, a few periods, and at 1024
+    /// frames (21 ms each) six clients' p99 stood at 86-115 ms against the 100 ms line
+    /// (2026-12-02).
+    static func guardedRig(environment: [String: String] = [:]) throws -> GuardedRun {
+      GuardedRun(
         rig: try LiveAudioTests.rig(
-          ["-p", "flat"], signal: .sine(frequencyHz: 500, amplitude: 0.2), period: 256, guardOutput: counters,
-          environment: environment.merging(["XDG_RUNTIME_DIR": folder.path]) { _, new in new }))
+          ["-p", "flat"], signal: .sine(frequencyHz: 500, amplitude: 0.2), period: 256, guarded: true,
+          environment: environment))
     }
 
     /// Sends one request and returns its answer and how long it took (nil: none within `seconds`).
@@ -55,7 +54,8 @@ extension EndToEnd {
       let folder = Paths.temporaryFolder("door")
       defer { try? FileManager.default.removeItem(at: folder) }
       let env = ["XDG_RUNTIME_DIR": folder.path]
-      let (server, generator, capture, livemic) = try LiveAudioTests.rig(
+      // The server is stopped and restarted mid-test: a rig taken apart by hand.
+      let (server, generator, capture, livemic) = try LiveAudioTests.legacyRig(
         ["-p", "flat"], signal: .sine(frequencyHz: 500, amplitude: 0.2), environment: env)
       generator.close()
       capture.close()
@@ -83,9 +83,9 @@ extension EndToEnd {
 
     @Test("learn waits beside the request loop: status is answered meanwhile")
     func learnDoesNotBlock() throws {
-      let folder = Paths.temporaryFolder("door")
-      defer { try? FileManager.default.removeItem(at: folder) }
-      let run = try Self.guardedRig(folder)
+      let run = try Self.guardedRig()
+      defer { run.rig.stop() }
+      let folder = run.rig.folder
       let learning = try Self.connect(folder)
       learning.send("{\"cmd\":\"learn\",\"key\":\"output.volume\"}")
       usleep(100_000)
@@ -97,10 +97,10 @@ extension EndToEnd {
 
     @Test("while a stopped recording finalizes its file, other requests are answered; then record stop is")
     func answersWhileRecordingsFinish() throws {
-      let folder = Paths.temporaryFolder("door")
-      defer { try? FileManager.default.removeItem(at: folder) }
       // Every writer waits 1.5 s before it finalizes (a slow disk or encoder).
-      let run = try Self.guardedRig(folder, environment: ["LIVEMIC_FAULT_FINALIZE_DELAY_MS": "1500"])
+      let run = try Self.guardedRig(environment: ["LIVEMIC_FAULT_FINALIZE_DELAY_MS": "1500"])
+      defer { run.rig.stop() }
+      let folder = run.rig.folder
       let file = folder.appendingPathComponent("take.wav").path
       let socket = try Self.connect(folder)
       let (started, _) = Self.ask(socket, "{\"cmd\":\"record\",\"action\":\"start\",\"path\":\"\(file)\"}")
@@ -127,9 +127,9 @@ extension EndToEnd {
 
     @Test("a preset load while suspended is answered at once and runs after unmute")
     func reloadWhileSuspended() throws {
-      let folder = Paths.temporaryFolder("door")
-      defer { try? FileManager.default.removeItem(at: folder) }
-      let run = try Self.guardedRig(folder)
+      let run = try Self.guardedRig()
+      defer { run.rig.stop() }
+      let folder = run.rig.folder
       let socket = try Self.connect(folder)
       let (muted, _) = Self.ask(socket, "{\"cmd\":\"mute\",\"mode\":\"suspend\"}")
       #expect(muted?["ok"] as? Bool == true, "\(muted ?? [:])")
@@ -154,9 +154,9 @@ extension EndToEnd {
 
     @Test("six clients sending random valid commands for 10 s: every request answered, p99 under 100 ms")
     func sixClients() throws {
-      let folder = Paths.temporaryFolder("door")
-      defer { try? FileManager.default.removeItem(at: folder) }
-      let run = try Self.guardedRig(folder)
+      let run = try Self.guardedRig()
+      defer { run.rig.stop() }
+      let folder = run.rig.folder
       let commands = Self.chaosCommands
       let times = Mutex<[Double]>([])
       let unanswered = Atomic<Int>(0)

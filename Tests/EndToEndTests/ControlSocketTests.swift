@@ -15,13 +15,13 @@ extension EndToEnd {
 
     @Test("ctl set changes the measured level by that many dB; status and preset load work")
     func setStatusPresetLoad() throws {
-      let folder = Paths.temporaryFolder("ctl")
-      defer { try? FileManager.default.removeItem(at: folder) }
-      let env = ["XDG_RUNTIME_DIR": folder.path]
-      let (server, generator, capture, livemic) = try LiveAudioTests.rig(
-        ["-p", "flat", "-c", "input.bypass=0"], signal: .sine(frequencyHz: 1000, amplitude: 0.2),
-        environment: env)
-      let ctl = { (words: [String]) in try runLiveMic(["ctl", "-n", "lmclient"] + words, environment: env) }
+      let rig = try LiveAudioTests.rig(
+        ["-p", "flat", "-c", "input.bypass=0"], signal: .sine(frequencyHz: 1000, amplitude: 0.2))
+      defer { rig.stop() }
+      let (folder, livemic) = (rig.folder, rig.livemic)
+      let ctl = { (words: [String]) in
+        try runLiveMic(["ctl", "-n", "lmclient"] + words, environment: rig.environment)
+      }
       // The socket is private to its user.
       let socket = folder.appendingPathComponent("livemic/lmclient.sock").path
       let mode = (try FileManager.default.attributesOfItem(atPath: socket)[.posixPermissions] as? Int) ?? 0
@@ -34,8 +34,7 @@ extension EndToEnd {
 
       usleep(1_300_000)
       /// The output level, retaken when the server spoilt its window.
-      let witness = Witness.rig(
-        capture, signal: .sine(frequencyHz: 1000, amplitude: 0.2), client: "lmclient", environment: env)
+      let witness = LiveAudioTests.witness(rig)
       func level() throws -> Double {
         try retaking("the output level") {
           let take = try witness.take(frames: 4800, channels: [1])
@@ -63,10 +62,6 @@ extension EndToEnd {
       let missing = try ctl(["preset", "load", "nope"])
       #expect(missing.status == 1 && missing.stderr.contains("no preset named 'nope'"))
       #expect(try ctl(["--json", "status"]).stdout.contains("\"preset\":\"karaoke\""))
-      #expect(livemic.interrupt() == 0)
-      generator.close()
-      capture.close()
-      server.stop()
     }
 
     /// Malformed and random messages each get an error (or are ignored: blank lines), the

@@ -36,27 +36,24 @@ extension EndToEnd {
     /// Starts LiveMic with a preset of one chain `entry`, sends a note-on `onOffset` frames into
     /// one cycle and a note-off `offOffset` frames into a later one from a JACK MIDI client, and
     /// records both outputs over the note. A take the server spoilt (a gap, an xrun, the
-    /// generator off, a cycle LiveMic missed) is taken again, note and all.
-    static func play(
-      entry: String, signal: TestSignal, onOffset: Int, offOffset: Int, counters: URL
-    ) throws -> Played {
+    /// generator off, a cycle LiveMic missed) is taken again, note and all. Under the real-time
+    /// guard, which is expected to count nothing once LiveMic has stopped.
+    static func play(entry: String, signal: TestSignal, onOffset: Int, offOffset: Int) throws -> Played {
       let preset = try LV2Tests.presetFile(entry)
       defer { try? FileManager.default.removeItem(at: preset.deletingLastPathComponent()) }
-      // A control socket of its own (suites run at once): the witness asks this LiveMic.
-      let env = ["XDG_RUNTIME_DIR": preset.deletingLastPathComponent().path]
-      let rig = try LiveAudioTests.rig(
-        ["-p", preset.path], signal: signal, guardOutput: counters, environment: env)
-      defer { LV2Tests.finish(rig) }
-      let (_, _, capture, livemic) = rig
+      let rig = try LiveAudioTests.rig(["-p", preset.path], signal: signal, guarded: true)
+      defer {
+        rig.stop()
+        rig.expectNothingCounted()
+      }
+      let (capture, livemic) = (rig.client("lmcap"), rig.livemic)
       #expect(!livemic.log.contains("left out"), "\(livemic.log)")
       let keys = try TestClient(
-        name: "lmkeys", server: rig.0.name, signal: nil, captureChannels: 0, midi: true)
+        name: "lmkeys", server: rig.server.name, signal: nil, captureChannels: 0, midi: true)
       defer { keys.close() }
       try keys.connect("lmkeys:midi_out", "lmclient:midi_in")
       usleep(1_300_000)  // the start ramp
-      let witness = Witness(
-        capture: capture, generators: [(0, signal)],
-        missedCycles: { Witness.missedCycles(client: "lmclient", environment: env) })
+      let witness = rig.witness(capture, generators: [(0, signal)])
       let (on, off, start, end) = try retaking("a note through a plugin") {
         let mark = witness.mark()
         try capture.record(frames: 2400)
@@ -81,12 +78,9 @@ extension EndToEnd {
 
     @Test("a synth (MDA ePiano, 0 in → 2 out) sounds from the note-on's own frame, silent before it")
     func synthSoundsAtTheNotesFrame() throws {
-      let folder = Paths.temporaryFolder("lv2midi")
-      defer { try? FileManager.default.removeItem(at: folder) }
-      let counters = folder.appendingPathComponent("rtguard.txt")
       let played = try Self.play(
         entry: #"{"lv2": "http://drobilla.net/plugins/mda/EPiano", "id": "synth"}"#,
-        signal: .sine(frequencyHz: 500, amplitude: 0), onOffset: 37, offOffset: 0, counters: counters)
+        signal: .sine(frequencyHz: 500, amplitude: 0), onOffset: 37, offOffset: 0)
       for c in 0..<2 {
         #expect(played.peak(c, before: played.on) == 0, "output \(c + 1) sounded before the note")
         let first = played.firstSound(c, from: played.times.first ?? 0)
@@ -104,7 +98,6 @@ extension EndToEnd {
       LV2Tests.measured(
         "MDA ePiano: note-on at frame \(played.on) (37 into its cycle); first sound at "
           + "\(String(describing: played.firstSound(0, from: played.times.first ?? 0)))")
-      RealtimeGuard.expectNothingCounted(counters)
     }
 
     /// eg-midigate passes its input while a note is held. Its `run` counts an event's note before
@@ -113,12 +106,8 @@ extension EndToEnd {
     @Test(
       "eg-midigate (MIDI in, mono, two instances) opens in the note-on's cycle and closes in the note-off's")
     func gateFollowsNotes() throws {
-      let folder = Paths.temporaryFolder("lv2midi")
-      defer { try? FileManager.default.removeItem(at: folder) }
-      let counters = folder.appendingPathComponent("rtguard.txt")
       let played = try Self.play(
-        entry: #"{"lv2": "\#(Self.gate)", "id": "gate"}"#, signal: Self.signal, onOffset: 37, offOffset: 101,
-        counters: counters)
+        entry: #"{"lv2": "\#(Self.gate)", "id": "gate"}"#, signal: Self.signal, onOffset: 37, offOffset: 101)
       let (onCycle, offCycle) = (played.on - 37, played.off - 101)
       for c in 0..<2 {
         var worst: Float = 0
@@ -129,7 +118,6 @@ extension EndToEnd {
         }
         #expect(worst < 1e-6, "output \(c + 1) differs from the input gated by the note's cycles by \(worst)")
       }
-      RealtimeGuard.expectNothingCounted(counters)
     }
 
     /// A mono 32-bit float WAV of `samples` at 48 kHz.
@@ -166,29 +154,24 @@ extension EndToEnd {
       defer { try? FileManager.default.removeItem(at: folder) }
       try Self.writeMono(folder.appendingPathComponent("a.wav").path, a)
       try Self.writeMono(folder.appendingPathComponent("b.wav").path, b)
-      let env = ["XDG_RUNTIME_DIR": folder.path]
-      let counters = folder.appendingPathComponent("rtguard.txt")
       let silence = TestSignal.sine(frequencyHz: 500, amplitude: 0)
-      let rig = try LiveAudioTests.rig(
-        ["-p", preset.path], signal: silence, guardOutput: counters, environment: env)
-      defer { LV2Tests.finish(rig) }
-      let (_, _, capture, livemic) = rig
+      let rig = try LiveAudioTests.rig(["-p", preset.path], signal: silence, guarded: true)
+      defer { rig.stop() }
+      let (capture, livemic) = (rig.client("lmcap"), rig.livemic)
       #expect(!livemic.log.contains("left out"), "\(livemic.log)")
       let keys = try TestClient(
-        name: "lmkeys", server: rig.0.name, signal: nil, captureChannels: 0, midi: true)
+        name: "lmkeys", server: rig.server.name, signal: nil, captureChannels: 0, midi: true)
       defer { keys.close() }
       try keys.connect("lmkeys:midi_out", "lmclient:midi_in")
       usleep(1_300_000)  // the start ramp
       /// `ctl get sampler.sample` once it answers `path` (the plugin reports the file it loaded).
       func reported(_ path: String) -> Bool {
         waitUntil(seconds: 5) {
-          let answer = try? runLiveMic(["ctl", "-n", "lmclient", "get", "sampler.sample"], environment: env)
+          let answer = try? rig.ctl("get", "sampler.sample")
           return answer?.stdout.contains(path) ?? false
         }
       }
-      let witness = Witness(
-        capture: capture, generators: [(0, silence)],
-        missedCycles: { Witness.missedCycles(client: "lmclient", environment: env) })
+      let witness = rig.witness(capture, generators: [(0, silence)])
       /// The worst difference between the output and `expected` from the note's frame (and silence
       /// before it). eg-sampler stops one frame before a sample's end (sampler.c's own loop), so
       /// the last frame is not compared.
@@ -217,30 +200,23 @@ extension EndToEnd {
       #expect(reported(folder.appendingPathComponent("a.wav").path), "ctl get never reported a.wav")
       let errorA = try playedError(a)
       #expect(errorA < 1e-6, "the note did not play a.wav: worst error \(errorA)")
-      let set = try runLiveMic(
-        ["ctl", "-n", "lmclient", "set", "sampler.sample", folder.appendingPathComponent("b.wav").path],
-        environment: env)
+      let set = try rig.ctl("set", "sampler.sample", folder.appendingPathComponent("b.wav").path)
       #expect(set.status == 0, "\(set.stderr)")
       #expect(reported(folder.appendingPathComponent("b.wav").path), "ctl get never reported b.wav")
       let errorB = try playedError(b)
       #expect(errorB < 1e-6, "the note did not play b.wav: worst error \(errorB)")
-      let missing = try runLiveMic(
-        ["ctl", "-n", "lmclient", "set", "sampler.sample", "/nonexistent/c.wav"], environment: env)
+      let missing = try rig.ctl("set", "sampler.sample", "/nonexistent/c.wav")
       #expect(missing.status != 0 && missing.stderr.contains("which does not exist"), "\(missing.stderr)")
       LV2Tests.measured("eg-sampler by patch:Set: a.wav played with worst error \(errorA), b.wav \(errorB)")
-      RealtimeGuard.expectNothingCounted(counters)
+      rig.expectNothingCounted()
     }
 
     @Test("\"midi\": false keeps MIDI from a plugin: eg-midigate stays closed through a note")
     func midiFalseKeepsTheGateShut() throws {
-      let folder = Paths.temporaryFolder("lv2midi")
-      defer { try? FileManager.default.removeItem(at: folder) }
-      let counters = folder.appendingPathComponent("rtguard.txt")
       let played = try Self.play(
         entry: #"{"lv2": "\#(Self.gate)", "id": "gate", "midi": false}"#, signal: Self.signal, onOffset: 0,
-        offOffset: 0, counters: counters)
+        offOffset: 0)
       #expect(played.outputs.allSatisfy { $0.allSatisfy { $0 == 0 } }, "the gate opened without MIDI")
-      RealtimeGuard.expectNothingCounted(counters)
     }
   }
 }

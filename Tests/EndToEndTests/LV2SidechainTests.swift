@@ -117,22 +117,25 @@ extension EndToEnd {
 
     /// Runs the frame code through the CV gain with `cv` (its entry's "cv" object) and returns
     /// the generator's samples, LiveMic's left output over the same frames, and `ctl get`'s
-    /// answer for `cvg.level`.
-    static func run(cv: String, counters: URL) throws -> (direct: [Float], left: [Float], level: String) {
+    /// answer for `cvg.level`; under the real-time guard, which is expected to count nothing once
+    /// LiveMic has stopped.
+    static func run(cv: String) throws -> (direct: [Float], left: [Float], level: String) {
       let folder = Paths.temporaryFolder("lv2cv")
       defer { try? FileManager.default.removeItem(at: folder) }
       _ = try LV2Tests.buildBundle("lv2-cv", binary: "cvgain", in: folder)
       let installed = ProcessInfo.processInfo.environment["LV2_PATH"] ?? "/usr/lib/lv2"
       let preset = try LV2Tests.presetFile(#"{"lv2": "\#(uri)", "id": "cvg", "cv": \#(cv)}"#)
       defer { try? FileManager.default.removeItem(at: preset.deletingLastPathComponent()) }
-      let env = ["LV2_PATH": folder.path + ":" + installed, "XDG_RUNTIME_DIR": folder.path]
       let rig = try LiveAudioTests.rig(
-        ["-p", preset.path], signal: .sine(frequencyHz: 300, amplitude: 0.5), guardOutput: counters,
-        environment: env)
-      defer { LV2Tests.finish(rig) }
-      #expect(!rig.3.log.contains("left out"), "\(rig.3.log)")
-      let taken = try LV2Tests.recordAfterRamp(rig, frames: 4800, environment: env)
-      let level = try runLiveMic(["ctl", "-n", "lmclient", "get", "cvg.level"], environment: env)
+        ["-p", preset.path], signal: .sine(frequencyHz: 300, amplitude: 0.5), guarded: true,
+        environment: ["LV2_PATH": folder.path + ":" + installed])
+      defer {
+        rig.stop()
+        rig.expectNothingCounted()
+      }
+      #expect(!rig.livemic.log.contains("left out"), "\(rig.livemic.log)")
+      let taken = try LV2Tests.recordAfterRamp(rig, frames: 4800)
+      let level = try rig.ctl("get", "cvg.level")
       return (taken.direct, taken.left, level.stdout)
     }
 
@@ -140,15 +143,11 @@ extension EndToEnd {
       "a CV input fed a constant (0.5) and the chain's input: out = in × 0.5, then in × in; the CV output reads back"
     )
     func cvInputsAndOutput() throws {
-      let folder = Paths.temporaryFolder("lv2cvguard")
-      defer { try? FileManager.default.removeItem(at: folder) }
-      let counters = folder.appendingPathComponent("rtguard.txt")
-      let constant = try Self.run(cv: #"{"gain": 0.5}"#, counters: counters)
+      let constant = try Self.run(cv: #"{"gain": 0.5}"#)
       let worstConstant = zip(constant.direct, constant.left).map { abs($1 - $0 * 0.5) }.max() ?? 1
       #expect(worstConstant == 0, "out is not in × 0.5: worst \(worstConstant)")
       #expect(constant.level.contains("cvg.level"), "\(constant.level)")
-      RealtimeGuard.expectNothingCounted(counters)
-      let fed = try Self.run(cv: #"{"gain": "input"}"#, counters: counters)
+      let fed = try Self.run(cv: #"{"gain": "input"}"#)
       let worstFed = zip(fed.direct, fed.left).map { abs($1 - $0 * $0) }.max() ?? 1
       #expect(worstFed == 0, "out is not in × in: worst \(worstFed)")
       // The CV output (|out| at the end of the last block) reads like a control output.
@@ -159,7 +158,6 @@ extension EndToEnd {
       LV2Tests.measured(
         "CV gain: constant 0.5 worst error \(worstConstant), fed the input worst error \(worstFed); "
           + "cvg.level read back \(String(describing: level))")
-      RealtimeGuard.expectNothingCounted(counters)
     }
   }
 }
@@ -180,12 +178,10 @@ extension EndToEnd {
       // Two taps: 0.5 at frame 10, -0.25 at frame 30 (convoLV2 applies its own gain of 0.5).
       try LV2MidiTests.writeMono(
         folder.appendingPathComponent("ir.wav").path, (0..<64).map { $0 == 10 ? 0.5 : $0 == 30 ? -0.25 : 0 })
-      let env = ["XDG_RUNTIME_DIR": folder.path]
-      let counters = folder.appendingPathComponent("rtguard.txt")
-      let rig = try LiveAudioTests.rig(
-        ["-p", preset.path], signal: .frameCode, guardOutput: counters, environment: env)
-      defer { LV2Tests.finish(rig) }
-      #expect(!rig.3.log.contains("left out"), "\(rig.3.log)")
+      let rig = try LiveAudioTests.rig(["-p", preset.path], signal: .frameCode, guarded: true)
+      defer { rig.stop() }
+      let counters = try #require(rig.counters)
+      #expect(!rig.livemic.log.contains("left out"), "\(rig.livemic.log)")
       // Loaded once the plugin reports the file: it does so from its work_response, which LV2 has
       // the host call on the audio thread, and which in Debian's convoLV2 also writes to stderr
       // (measured: the guard's one `io`, fwrite from convo.lv2 under PluginWorker's
@@ -194,7 +190,7 @@ extension EndToEnd {
       var reported = (status: Int32(0), stdout: "", stderr: "")
       let loaded = waitUntil(seconds: 10) {
         reported =
-          (try? runLiveMic(["ctl", "-n", "lmclient", "get", "ir.impulse"], environment: env)) ?? reported
+          (try? rig.ctl("get", "ir.impulse")) ?? reported
         return reported.stdout.contains("ir.wav")
       }
       #expect(loaded, "the impulse response was not reported: \(reported.stdout) \(reported.stderr)")
@@ -208,7 +204,7 @@ extension EndToEnd {
             && stack.contains("convo.lv2/"),
           "counted before the load, and not convoLV2's own write in its work_response: \(atLoad)\(stack)")
       }
-      let taken = try LV2Tests.recordAfterRamp(rig, frames: 9600, environment: env)
+      let taken = try LV2Tests.recordAfterRamp(rig, frames: 9600)
       let latency = 0  // convoLV2 convolves without latency (it declares none)
       var worst: Float = 0
       for i in 64..<taken.direct.count {

@@ -19,15 +19,12 @@ extension EndToEnd {
     /// and of LiveMic's two outputs, all of the same frames. A window the server spoilt (a gap
     /// in the frame times, an xrun, the generator's own signal off, a cycle LiveMic missed) is
     /// recorded again (`retaking`): what a late client's buffers hold then is not LiveMic's.
-    static func recordAfterRamp(
-      _ rig: (JackServer, TestClient, TestClient, LiveMicProcess), frames: Int = 24000,
-      environment: [String: String] = [:]
-    ) throws -> (times: [UInt32], direct: [Float], left: [Float], right: [Float]) {
+    static func recordAfterRamp(_ rig: LiveRig, frames: Int = 24000) throws -> (
+      times: [UInt32], direct: [Float], left: [Float], right: [Float]
+    ) {
       usleep(1_300_000)
-      let capture = rig.2
-      let witness = Witness(
-        capture: capture, generators: rig.1.signal.map { [(0, $0)] } ?? [],
-        missedCycles: { Witness.missedCycles(client: "lmclient", environment: environment) })
+      let capture = rig.client("lmcap")
+      let witness = LiveAudioTests.witness(rig)
       let (start, end) = try retaking("a window of \(frames) frames after the ramp") {
         let mark = witness.mark()
         try capture.record(frames: frames)
@@ -39,14 +36,6 @@ extension EndToEnd {
         direct.times, direct.samples, capture.recording(channel: 1, from: start, to: end).samples,
         capture.recording(channel: 2, from: start, to: end).samples
       )
-    }
-
-    /// Stops LiveMic (expecting a clean exit), the clients and the server.
-    static func finish(_ rig: (JackServer, TestClient, TestClient, LiveMicProcess)) {
-      #expect(rig.3.interrupt() == 0, "\(rig.3.log)")
-      rig.1.close()
-      rig.2.close()
-      rig.0.stop()
     }
 
     /// A preset file with `chain` (JSON text of the entries) in a fresh folder.
@@ -94,6 +83,7 @@ extension EndToEnd {
       let rig = try LiveAudioTests.rig(
         ["-p", "flat", "--plugin", Installed.amp, "-c", "eg-amp.gain=\(gain)"], signal: .frameCode,
         period: Self.period)
+      defer { rig.stop() }
       let coef = Self.ampCoefficient(gain)
       // `recordAfterRamp` retakes a window the server spoilt (the generator's own signal off its
       // frame code among the evidence), so what is left is LiveMic's.
@@ -114,8 +104,7 @@ extension EndToEnd {
       #expect(generatorMismatches == 0, "the generator's own signal is not what the test expects")
       #expect(
         mismatches == 0, "\(mismatches) of \(direct.count) samples are not input × \(coef) of the same frame")
-      #expect(!rig.3.log.contains("left out"), "\(rig.3.log)")
-      Self.finish(rig)
+      #expect(!rig.livemic.log.contains("left out"), "\(rig.livemic.log)")
     }
 
     @Test("eg-amp +12 dB → MDA Delay → reverb → x42 dpl at -6 dBFS: the output stays under the threshold")
@@ -131,6 +120,7 @@ extension EndToEnd {
       defer { try? FileManager.default.removeItem(at: preset.deletingLastPathComponent()) }
       let rig = try LiveAudioTests.rig(
         ["-p", preset.path], signal: .sine(frequencyHz: 1000, amplitude: 0.9), period: Self.period)
+      defer { rig.stop() }
       let (_, direct, left, right) = try Self.recordAfterRamp(rig, frames: 48000)
       let ceiling = powf(10, threshold / 20)
       let inputPeak = direct.map(abs).max() ?? 0
@@ -138,7 +128,7 @@ extension EndToEnd {
       Self.measured(
         "limited chain: input peak \(inputPeak) (× 3.98 by eg-amp), output peak \(peak), "
           + "ceiling \(ceiling), rms \(rms(left[...]))")
-      #expect(!rig.3.log.contains("left out"), "\(rig.3.log)")
+      #expect(!rig.livemic.log.contains("left out"), "\(rig.livemic.log)")
       #expect(left.allSatisfy(\.isFinite) && right.allSatisfy(\.isFinite))
       // dpl (Fons Adriaensen's Peaklim) looks ahead 1.3 ms (64 frames) and moves its gain to
       // what a peak needs through one-pole smoothers with a time constant of a tenth of that,
@@ -149,7 +139,6 @@ extension EndToEnd {
         peak <= ceiling * (1 + 1e-4), "output peak \(peak) above the \(threshold) dBFS threshold \(ceiling)")
       #expect(peak > ceiling * 0.8, "output peak \(peak): the limiter should be working near its threshold")
       #expect(rms(left[...]) > 0.2 && rms(right[...]) > 0.2)
-      Self.finish(rig)
     }
 
     @Test("worker:schedule: zeroconvolv loads its preset's IR through the worker and passes the signal")
@@ -158,11 +147,12 @@ extension EndToEnd {
         #"{"lv2": "\#(Installed.zeroconvolv)", "id": "zc", "preset": "No-OP Mono"}"#)
       defer { try? FileManager.default.removeItem(at: preset.deletingLastPathComponent()) }
       let rig = try LiveAudioTests.rig(["-p", preset.path], signal: .frameCode, period: Self.period)
+      defer { rig.stop() }
       // "No-OP Mono" is a delta impulse: once the worker has swapped the convolver in, the
       // output is the input, delayed by the convolver's buffering.
       // The worker swaps the IR in asynchronously; the supervisor logs the latency it then
       // reports. Measured after that, on a window the server did not spoil.
-      _ = rig.3.waitForLog("chain latency is now", seconds: 5)
+      _ = rig.livemic.waitForLog("chain latency is now", seconds: 5)
       let (times, _, left, right) = try Self.recordAfterRamp(rig, frames: 9600)
       let delay = Self.delay(of: left, times: times, maxLag: 4096, tolerance: 1e-5)
       Self.measured(
@@ -172,8 +162,8 @@ extension EndToEnd {
       // The plugin reports its latency only once its worker has swapped the IR in; the
       // supervisor notices within a second and tells JACK.
       func jack() -> UInt32 {
-        rig.2.latency(of: "lmclient:out_1", capture: true).max
-          - rig.2.latency(of: "lmclient:in_1", capture: true).max
+        rig.client("lmcap").latency(of: "lmclient:out_1", capture: true).max
+          - rig.client("lmcap").latency(of: "lmclient:in_1", capture: true).max
       }
       _ = waitUntil(seconds: 3) { jack() == UInt32(lag) }
       Self.measured("zeroconvolv: reported to JACK \(jack()), measured \(lag)")
@@ -181,12 +171,14 @@ extension EndToEnd {
       // Logged as a change, or (the worker swapped the IR in before LiveMic's first report: seen
       // on PipeWire under load) already in the start's latency line.
       #expect(
-        rig.3.log.contains("chain latency is now \(lag) frames") || rig.3.log.contains("+ \(lag) (chain)"),
-        "\(rig.3.log)")
+        rig.livemic.log.contains("chain latency is now \(lag) frames")
+          || rig.livemic.log.contains("+ \(lag) (chain)"),
+        "\(rig.livemic.log)")
       #expect(left == right, "both instances of the mono plugin get the same (mono) input")
-      #expect(!rig.3.log.contains("left out"), "\(rig.3.log)")
-      #expect(rig.3.waitForLog("plugin 'zc': "), "the plugin's log lines reach LiveMic's log: \(rig.3.log)")
-      Self.finish(rig)
+      #expect(!rig.livemic.log.contains("left out"), "\(rig.livemic.log)")
+      #expect(
+        rig.livemic.waitForLog("plugin 'zc': "),
+        "the plugin's log lines reach LiveMic's log: \(rig.livemic.log)")
     }
 
     @Test("options + worker: convoLV2 without an IR instantiates, reads the block length and runs silent")
@@ -194,17 +186,18 @@ extension EndToEnd {
       let rig = try LiveAudioTests.rig(
         ["-p", "flat", "--plugin", Installed.convo], signal: .sine(frequencyHz: 440, amplitude: 0.5),
         period: Self.period)
-      let cyclesBefore = rig.2.cycles.load(ordering: .relaxed)
+      defer { rig.stop() }
+      let cyclesBefore = rig.client("lmcap").cycles.load(ordering: .relaxed)
       let (_, direct, left, right) = try Self.recordAfterRamp(rig, frames: 9600)
-      let cycles = rig.2.cycles.load(ordering: .relaxed) - cyclesBefore
+      let cycles = rig.client("lmcap").cycles.load(ordering: .relaxed) - cyclesBefore
       Self.measured("convoLV2 without IR: input rms \(rms(direct[...])), output rms \(rms(left[...]))")
-      #expect(!rig.3.log.contains("left out"), "\(rig.3.log)")
+      #expect(!rig.livemic.log.contains("left out"), "\(rig.livemic.log)")
       // convoLV2 logs the nominal block length it read from the options: the server's period.
-      #expect(rig.3.waitForLog("plugin 'convolv2_mono': Buffer size: \(Self.period)"), "\(rig.3.log)")
+      #expect(
+        rig.livemic.waitForLog("plugin 'convolv2_mono': Buffer size: \(Self.period)"), "\(rig.livemic.log)")
       #expect(rms(direct[...]) > 0.3)
       #expect(left.allSatisfy { $0 == 0 } && right.allSatisfy { $0 == 0 }, "no IR: convoLV2 outputs silence")
       #expect(cycles > 50, "the server kept running cycles with LiveMic in them")
-      Self.finish(rig)
     }
 
     @Test("options: x42 fil4 (stereo EQ, flat settings) instantiates and passes the signal")
@@ -212,14 +205,14 @@ extension EndToEnd {
       let rig = try LiveAudioTests.rig(
         ["-p", "flat", "--plugin", Installed.fil4], signal: .sine(frequencyHz: 1000, amplitude: 0.3),
         period: Self.period)
+      defer { rig.stop() }
       let (_, direct, left, right) = try Self.recordAfterRamp(rig, frames: 24000)
       let gainL = 20 * log10(rms(left[...]) / rms(direct[...]))
       let gainR = 20 * log10(rms(right[...]) / rms(direct[...]))
       Self.measured("fil4 at default settings, 1 kHz: \(gainL) dB left, \(gainR) dB right")
-      #expect(!rig.3.log.contains("left out"), "\(rig.3.log)")
+      #expect(!rig.livemic.log.contains("left out"), "\(rig.livemic.log)")
       #expect(left.allSatisfy(\.isFinite) && right.allSatisfy(\.isFinite))
       #expect(abs(gainL) < 0.5 && abs(gainR) < 0.5, "fil4 changed a 1 kHz sine by \(gainL) / \(gainR) dB")
-      Self.finish(rig)
     }
 
     @Test("latency: x42 dpl's reported latency is added to what LiveMic reports through JACK")
@@ -227,20 +220,21 @@ extension EndToEnd {
       let rig = try LiveAudioTests.rig(
         ["-p", "flat", "--plugin", Installed.dpl, "-c", "dpl_stereo.threshold=0"], signal: .frameCode,
         period: Self.period)  // not 64, so the plugin's latency cannot be mistaken for a period
-      let log = rig.3.log
+      defer { rig.stop() }
+      let log = rig.livemic.log
       let chain = try #require(Self.loggedChainLatency(log), "no latency line in \(log)")
       // The server propagates latency asynchronously (PipeWire after LiveMic's supervisor has
       // set the ranges its latency callback asked for): allow it a moment.
       _ = waitUntil(seconds: 3) {
-        rig.2.latency(of: "lmclient:out_1", capture: true).max
-          == rig.2.latency(of: "lmclient:in_1", capture: true).max + UInt32(chain)
-          && rig.2.latency(of: "lmclient:in_1", capture: false).max
-            == rig.2.latency(of: "lmclient:out_1", capture: false).max + UInt32(chain)
+        rig.client("lmcap").latency(of: "lmclient:out_1", capture: true).max
+          == rig.client("lmcap").latency(of: "lmclient:in_1", capture: true).max + UInt32(chain)
+          && rig.client("lmcap").latency(of: "lmclient:in_1", capture: false).max
+            == rig.client("lmcap").latency(of: "lmclient:out_1", capture: false).max + UInt32(chain)
       }
-      let input = rig.2.latency(of: "lmclient:in_1", capture: true)
-      let output = rig.2.latency(of: "lmclient:out_1", capture: true)
-      let inputPlayback = rig.2.latency(of: "lmclient:in_1", capture: false)
-      let outputPlayback = rig.2.latency(of: "lmclient:out_1", capture: false)
+      let input = rig.client("lmcap").latency(of: "lmclient:in_1", capture: true)
+      let output = rig.client("lmcap").latency(of: "lmclient:out_1", capture: true)
+      let inputPlayback = rig.client("lmcap").latency(of: "lmclient:in_1", capture: false)
+      let outputPlayback = rig.client("lmcap").latency(of: "lmclient:out_1", capture: false)
       // The signal itself: dpl below its threshold passes frame-code unchanged, late by its
       // look-ahead.
       let (times, _, left, _) = try Self.recordAfterRamp(rig, frames: 9600)
@@ -259,7 +253,6 @@ extension EndToEnd {
         inputPlayback.min == outputPlayback.min + UInt32(chain)
           && inputPlayback.max == outputPlayback.max + UInt32(chain))
       #expect(atLatency > 0.99 && nextTo < 0.01, "the signal is delayed by exactly the reported latency")
-      Self.finish(rig)
     }
 
     @Test("an unknown URI and an unmet required feature are reported in one line; the rest runs")
@@ -276,7 +269,8 @@ extension EndToEnd {
           "eg-amp.gain=-6",
         ],
         signal: .frameCode, period: Self.period, environment: ["LV2_PATH": folder.path + ":/usr/lib/lv2"])
-      let log = rig.3.log
+      defer { rig.stop() }
+      let log = rig.livemic.log
       #expect(
         log.contains(
           "livemic: error: plugin stage 'no-such-plugin' is left out: no LV2 plugin with URI '\(unknown)' "
@@ -291,7 +285,6 @@ extension EndToEnd {
         left[$0] != direct[$0] * coef || right[$0] != direct[$0] * coef
       }
       #expect(wrong.isEmpty, "\(wrong.count) samples: the rest of the chain (eg-amp -6 dB) should run")
-      Self.finish(rig)
     }
 
     /// A test plugin's bundle (`Tests/Support/SOURCE`: manifest.ttl, BINARY.ttl, BINARY.c),
@@ -331,12 +324,12 @@ extension EndToEnd {
       let cases: [(plugins: [String], left: Float, right: Float)] = [
         ([mono], 0.5, 0.5), ([stereo, mono], 0.25, 0.125),
       ]
-      for (n, chain) in cases.enumerated() {
-        let counters = folder.appendingPathComponent("rtguard-\(n).txt")
+      for chain in cases {
         let rig = try LiveAudioTests.rig(
           ["-p", "flat"] + chain.plugins.flatMap { ["--plugin", $0] }, signal: .frameCode,
-          period: Self.period, guardOutput: counters, environment: environment)
-        #expect(!rig.3.log.contains("left out"), "\(rig.3.log)")
+          period: Self.period, guarded: true, environment: environment)
+        defer { rig.stop() }
+        #expect(!rig.livemic.log.contains("left out"), "\(rig.livemic.log)")
         let (_, direct, left, right) = try Self.recordAfterRamp(rig, frames: 9600)
         let wrong = (0..<direct.count).filter {
           left[$0] != direct[$0] * chain.left || right[$0] != direct[$0] * chain.right
@@ -344,8 +337,8 @@ extension EndToEnd {
         #expect(
           wrong.isEmpty && rms(direct[...]) > 0.01,
           "\(chain.plugins): \(wrong.count) of \(direct.count) samples wrong (silent when it runs in place)")
-        Self.finish(rig)
-        RealtimeGuard.expectNothingCounted(counters)
+        rig.stop()
+        rig.expectNothingCounted()
       }
     }
 
@@ -381,15 +374,12 @@ extension EndToEnd {
 
     @Test("real-time guard: eg-amp + x42 dpl + MDA Delay, 2,000+ cycles and a buffer-size change: zero")
     func pluginsAreRealtimeSafe() throws {
-      let folder = Paths.temporaryFolder("lv2guard")
-      defer { try? FileManager.default.removeItem(at: folder) }
-      let file = folder.appendingPathComponent("rtguard.txt")
       let run = GuardedRun(
-        counters: file,
         rig: try LiveAudioTests.rig(
           ["-p", "voice"] + Self.guardedPlugins, signal: .sine(frequencyHz: 220, amplitude: 0.3),
-          period: 256, guardOutput: file))
-      #expect(!run.rig.3.log.contains("left out"), "\(run.rig.3.log)")
+          period: 256, guarded: true))
+      defer { run.rig.stop() }
+      #expect(!run.rig.livemic.log.contains("left out"), "\(run.rig.livemic.log)")
       let out = try run.acrossBufferSizeChange(recording: 9600, cyclesAfter: 500)
       // Not silent (voice's feedback suppressor and denoiser take a steady sine far down).
       #expect(rms(out[...]) > 1e-5, "no audio after the buffer-size change")

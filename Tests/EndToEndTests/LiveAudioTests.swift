@@ -5,17 +5,56 @@ import Testing
 extension EndToEnd {
   @Suite("Live audio on a real JACK server", .serialized)
   struct LiveAudioTests {
-    /// Starts a server, a generator and a three-input capture (in_1: the generator directly,
-    /// in_2/in_3: LiveMic's outputs), then LiveMic with `arguments`; at `JackServer.takePeriod`
-    /// unless the test chooses another period.
+    /// A `LiveRig` with a generator (`lmgen`) on LiveMic's input and a three-input capture
+    /// (`lmcap`; in_1: the generator directly, in_2/in_3: LiveMic's outputs), LiveMic run with
+    /// `arguments`; at `JackServer.takePeriod` unless the test chooses another period. Ready once
+    /// LiveMic answers `status` and has logged its latency.
     static func rig(
+      _ arguments: [String], signal: TestSignal, period: Int = JackServer.takePeriod, guarded: Bool = false,
+      environment: [String: String] = [:]
+    ) throws -> LiveRig {
+      // 60 s of capture: a test's takes must not run out of it when a loaded machine slows the
+      // test down (the OSC test needed more than 12 s once under --load).
+      let clients: [LiveRig.Client] = [
+        .init(name: "lmgen", signal: signal), .init(name: "lmcap", captureChannels: 3, seconds: 60),
+      ]
+      // The direct path is connected before LiveMic starts, so a recording from the start has the
+      // input beside LiveMic's first output.
+      var directPath: Error?
+      let rig = try LiveRig(period: period, clients: clients, guarded: guarded, environment: environment) {
+        c in
+        let (generator, capture) = (c[0], c[1])
+        do {
+          try capture.connect(generator.portName("out"), capture.portName("in_1"))
+        } catch {
+          directPath = error
+        }
+        return [
+          "--connect-in", generator.portName("out"),
+          "--connect-out", "\(capture.portName("in_2")),\(capture.portName("in_3"))",
+        ] + arguments
+      }
+      if let directPath { throw directPath }
+      guard rig.livemic.waitForLog("latency capture-to-playback") else {
+        throw HarnessError("livemic did not start: \(rig.livemic.log)")
+      }
+      return rig
+    }
+
+    /// The rig's witness: the generator on channel 0, this rig's LiveMic's missed cycles.
+    static func witness(_ rig: LiveRig) -> Witness {
+      let generator = rig.client("lmgen")
+      return rig.witness(rig.client("lmcap"), generators: generator.signal.map { [(0, $0)] } ?? [])
+    }
+
+    /// The same rig as a tuple (server, generator, capture, LiveMic) for tests that take it
+    /// apart themselves (stop the server mid-test, kill LiveMic): they tear it down themselves.
+    static func legacyRig(
       _ arguments: [String], signal: TestSignal, period: Int = JackServer.takePeriod, guardOutput: URL? = nil,
       environment: [String: String] = [:]
     ) throws -> (JackServer, TestClient, TestClient, LiveMicProcess) {
       let server = try JackServer(period: period)
       let generator = try TestClient(name: "lmgen", server: server.name, signal: signal, captureChannels: 0)
-      // 60 s of capture: a test's takes must not run out of it when a loaded machine slows the
-      // test down (the OSC test needed more than 12 s once under --load).
       let capture = try TestClient(
         name: "lmcap", server: server.name, signal: nil, captureChannels: 3, seconds: 60)
       try capture.connect(generator.portName("out"), capture.portName("in_1"))
@@ -33,13 +72,14 @@ extension EndToEnd {
 
     @Test("flat: a known signal comes out bit-identical and in the same cycle")
     func flatIsBitIdenticalSameCycle() throws {
-      let (server, generator, capture, livemic) = try Self.rig(
-        ["-p", "flat"], signal: .frameCode)
+      let rig = try Self.rig(["-p", "flat"], signal: .frameCode)
+      defer { rig.stop() }
+      let capture = rig.client("lmcap")
       // Wait out the 1 s start ramp, then record half a second.
       usleep(1_300_000)
       // A take the server spoilt (a gap, an xrun, the generator's own signal off, a cycle
       // LiveMic missed) is taken again; LiveMic's output is judged on clean takes only.
-      let witness = Witness.rig(capture, signal: .frameCode, client: "lmclient")
+      let witness = Self.witness(rig)
       let (direct, left, right) = try retaking("a window of 24000 frames") {
         let mark = witness.mark()
         try capture.record(frames: 24000)
@@ -64,16 +104,13 @@ extension EndToEnd {
         mismatches == 0,
         "\(mismatches) of \(direct.samples.count) samples differ from the input of the same frame")
       #expect(rms(left.samples[...]) > 0.2)
-      #expect(livemic.interrupt() == 0)
-      generator.close()
-      capture.close()
-      server.stop()
     }
 
     @Test("the output starts quiet and ramps up over about a second")
     func startRamp() throws {
-      let (server, generator, capture, livemic) = try Self.rig(
-        ["-p", "flat"], signal: .sine(frequencyHz: 500, amplitude: 0.5))
+      let rig = try Self.rig(["-p", "flat"], signal: .sine(frequencyHz: 500, amplitude: 0.5))
+      defer { rig.stop() }
+      let capture = rig.client("lmcap")
       try capture.record(frames: 48000 * 3 / 2)
       let end = capture.frameCount
       let direct = capture.recording(channel: 0, to: end)
@@ -106,10 +143,6 @@ extension EndToEnd {
       }
       #expect(early < 0.01, "first 50 ms at \(early) of the input level")
       #expect(abs(late - 1) < 1e-6, "after 1.1 s at \(late) of the input level")
-      #expect(livemic.interrupt() == 0)
-      generator.close()
-      capture.close()
-      server.stop()
     }
 
     @Test(
@@ -120,26 +153,24 @@ extension EndToEnd {
         (["-c", "output.volume=0.5"], 20 * log10(0.5)),
       ])
     func gainChangesLevel(arguments: [String], expectedDecibels: Double) throws {
-      let (server, generator, capture, livemic) = try Self.rig(
-        ["-p", "flat"] + arguments, signal: .sine(frequencyHz: 1000, amplitude: 0.2))
+      let rig = try Self.rig(["-p", "flat"] + arguments, signal: .sine(frequencyHz: 1000, amplitude: 0.2))
+      defer { rig.stop() }
       usleep(1_300_000)
-      let witness = Witness.rig(capture, signal: .sine(frequencyHz: 1000, amplitude: 0.2), client: "lmclient")
+      let witness = Self.witness(rig)
       let measured = try retaking("the level change") {
         let take = try witness.take(frames: 9600, channels: [1, 0])
         return Take(20 * log10(rms(take.value[0][...]) / rms(take.value[1][...])), spoilt: take.spoilt)
       }
       #expect(
         abs(measured - expectedDecibels) < 0.01, "measured \(measured) dB, expected \(expectedDecibels) dB")
-      #expect(livemic.interrupt() == 0)
-      generator.close()
-      capture.close()
-      server.stop()
     }
 
     @Test("latency: LiveMic adds only what its units declare and reports it through JACK")
     func latencyReported() throws {
       // voice's denoise declares its speexdsp frames (480 at 48 kHz); podcast adds nothing.
-      let (server, generator, capture, livemic) = try Self.rig(["-p", "voice"], signal: .frameCode)
+      let rig = try Self.rig(["-p", "voice"], signal: .frameCode)
+      defer { rig.stop() }
+      let (capture, livemic) = (rig.client("lmcap"), rig.livemic)
       #expect(livemic.log.contains("+ 480 (chain) +"), "\(livemic.log)")
       // PipeWire hands latency updates to other clients asynchronously: allow it a moment.
       var (input, output) = ((min: UInt32(0), max: UInt32(0)), (min: UInt32(0), max: UInt32(0)))
@@ -149,10 +180,6 @@ extension EndToEnd {
         return input.min + 480 == output.min && input.max + 480 == output.max
       }
       #expect(reported, "in \(input) out \(output)")
-      #expect(livemic.interrupt() == 0)
-      generator.close()
-      capture.close()
-      server.stop()
     }
   }
 }

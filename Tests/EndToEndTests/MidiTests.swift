@@ -9,23 +9,21 @@ extension EndToEnd {
     @Test(
       "CC 7 mapped to output.volume sets the level; ctl learn binds a controller")
     func ccSetsVolume() throws {
-      let folder = Paths.temporaryFolder("midi")
-      defer { try? FileManager.default.removeItem(at: folder) }
-      let env = ["XDG_RUNTIME_DIR": folder.path]
-      let counters = folder.appendingPathComponent("rtguard.txt")
-      let (server, generator, capture, livemic) = try LiveAudioTests.rig(
+      let rig = try LiveAudioTests.rig(
         ["-p", "flat", "--midi-cc", "7:1=output.volume"], signal: .sine(frequencyHz: 500, amplitude: 0.2),
-        guardOutput: counters, environment: env)
+        guarded: true)
+      defer { rig.stop() }
+      let livemic = rig.livemic
       let controller = try TestClient(
-        name: "lmmidi", server: server.name, signal: nil, captureChannels: 0, midi: true)
+        name: "lmmidi", server: rig.server.name, signal: nil, captureChannels: 0, midi: true)
+      defer { controller.close() }
       try controller.connect("lmmidi:midi_out", "lmclient:midi_in")
       let input = 0.2 / 2.squareRoot()
       // `send`s a controller message, then measures the level as a share of the input's. Retaken
       // (message and take) when the server spoilt the take or the delivery, the first 100 ms
       // after the send (a gap, an xrun, the generator off, a cycle LiveMic missed): a dropped
       // cycle can lose the message itself. A controller's value is absolute, so resending is safe.
-      let witness = Witness.rig(
-        capture, signal: .sine(frequencyHz: 500, amplitude: 0.2), client: "lmclient", environment: env)
+      let witness = LiveAudioTests.witness(rig)
       func level(near ratio: Double, after send: () -> Void) throws -> Double {
         try retaking("the level after a controller message (near \(ratio))") {
           let mark = witness.mark()
@@ -45,8 +43,9 @@ extension EndToEnd {
       #expect(abs(same - half) < 0.01, "CC 7 on channel 2 changed the volume: \(same)")
 
       // Learn: map the next controller that moves to input.gain_db.
+      let environment = rig.environment
       let learn = Thread {
-        _ = try? runLiveMic(["ctl", "-n", "lmclient", "learn", "output.volume"], environment: env)
+        _ = try? runLiveMic(["ctl", "-n", "lmclient", "learn", "output.volume"], environment: environment)
       }
       learn.start()
       usleep(500_000)
@@ -56,12 +55,8 @@ extension EndToEnd {
         controller.sendControlChange(channel: 3, cc: 20, value: 32)
       }
       #expect(abs(learned - 32.0 / 127) < 0.01, "volume at learned CC 20 = 32: \(learned)")
-      #expect(livemic.interrupt() == 0)
-      RealtimeGuard.expectNothingCounted(counters)
-      controller.close()
-      generator.close()
-      capture.close()
-      server.stop()
+      rig.stop()
+      rig.expectNothingCounted()
     }
   }
 }

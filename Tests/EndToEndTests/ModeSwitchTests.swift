@@ -21,26 +21,24 @@ extension EndToEnd {
     func switchWhilePlaying() throws {
       let folder = Paths.temporaryFolder("modeswitch")
       defer { try? FileManager.default.removeItem(at: folder) }
-      let env = ["XDG_RUNTIME_DIR": folder.path]
       let file = folder.appendingPathComponent("hp.json")
       try #"""
       {"name": "hp", "volume": 0.8, "chain": [
         {"unit": "highpass", "params": {"freq_hz": 80}}, {"unit": "eq", "params": {"bass_db": 2}},
         {"unit": "limiter"}]}
       """#.write(to: file, atomically: true, encoding: .utf8)
-      let counters = folder.appendingPathComponent("rtguard.txt")
       let signal = TestSignal.sine(frequencyHz: 440, amplitude: 0.25)
-      let (server, generator, capture, livemic) = try LiveAudioTests.rig(
-        ["-p", file.path], signal: signal, guardOutput: counters, environment: env)
+      let rig = try LiveAudioTests.rig(["-p", file.path], signal: signal, guarded: true)
+      defer { rig.stop() }
+      let (capture, livemic) = (rig.client("lmcap"), rig.livemic)
       usleep(1_300_000)  // past the start ramp
-      let witness = Witness.rig(capture, signal: signal, client: "lmclient")
+      let witness = LiveAudioTests.witness(rig)
       var switches = 0
       for target in ["plugin", "builtin"] {
         let out = try retaking("the ctl mode \(target) window") {
           let mark = witness.mark()
           try capture.record(frames: 4800)
-          let answer = try runLiveMic(
-            ["ctl", "-n", "lmclient", "--json", "mode", "highpass", target], environment: env)
+          let answer = try rig.ctl("--json", "mode", "highpass", target)
           #expect(answer.status == 0, "\(answer)")
           switches += 1
           #expect(
@@ -67,14 +65,10 @@ extension EndToEnd {
         let after = rms(out[(out.count - 2400)...])
         #expect(abs(after - before) < before * 0.05, "to \(target): RMS \(after) after, \(before) before")
       }
-      let status = jsonObject(
-        try runLiveMic(["ctl", "-n", "lmclient", "--json", "status"], environment: env).stdout)
+      let status = jsonObject(try rig.ctl("--json", "status").stdout)
       #expect(Self.stage(status, "highpass")["implementation"] as? String == "builtin", "\(status)")
-      #expect(livemic.interrupt() == 0)
-      RealtimeGuard.expectNothingCounted(counters)
-      generator.close()
-      capture.close()
-      server.stop()
+      rig.stop()
+      rig.expectNothingCounted()
     }
 
     @Test(

@@ -6,15 +6,15 @@ extension EndToEnd {
   struct MuteModeTests {
     @Test("ramp, input and suspend mute, measured on the output; bypass is refused; meters read the levels")
     func muteModes() throws {
-      let folder = Paths.temporaryFolder("mute")
-      defer { try? FileManager.default.removeItem(at: folder) }
-      let env = ["XDG_RUNTIME_DIR": folder.path]
-      let counters = folder.appendingPathComponent("rtguard.txt")
       // The chain makes the voice 12 dB quieter.
-      let (server, generator, capture, livemic) = try LiveAudioTests.rig(
+      let rig = try LiveAudioTests.rig(
         ["-p", "flat", "-c", "input.bypass=0", "-c", "input.gain_db=-12", "--start-muted"],
-        signal: .sine(frequencyHz: 500, amplitude: 0.2), guardOutput: counters, environment: env)
-      let ctl = { (words: [String]) in try runLiveMic(["ctl", "-n", "lmclient"] + words, environment: env) }
+        signal: .sine(frequencyHz: 500, amplitude: 0.2), guarded: true)
+      defer { rig.stop() }
+      let (capture, livemic) = (rig.client("lmcap"), rig.livemic)
+      let ctl = { (words: [String]) in
+        try runLiveMic(["ctl", "-n", "lmclient"] + words, environment: rig.environment)
+      }
       func level(after microseconds: UInt32) throws -> Double {
         usleep(microseconds)
         let start = capture.frameCount
@@ -22,8 +22,7 @@ extension EndToEnd {
         return rms(capture.recording(channel: 1, from: start).samples[...])
       }
       // A level judged against a dB figure is retaken when the server spoilt its window.
-      let witness = Witness.rig(
-        capture, signal: .sine(frequencyHz: 500, amplitude: 0.2), client: "lmclient", environment: env)
+      let witness = LiveAudioTests.witness(rig)
       func cleanLevel(_ label: String, after microseconds: UInt32) throws -> Double {
         try retaking(label) {
           let take = try witness.take(frames: 4800, channels: [1], settleMicroseconds: microseconds)
@@ -78,11 +77,8 @@ extension EndToEnd {
         "\(livemic.log)")
       let back = try cleanLevel("the level after resume", after: 1_300_000)
       #expect(near(-12)(back), "after resume \(back)")
-      #expect(livemic.interrupt() == 0)
-      RealtimeGuard.expectNothingCounted(counters)
-      generator.close()
-      capture.close()
-      server.stop()
+      rig.stop()
+      rig.expectNothingCounted()
     }
   }
 }

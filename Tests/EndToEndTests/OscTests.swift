@@ -93,9 +93,11 @@ extension EndToEnd {
       "OSC on loopback only: /livemic/set and /livemic/UNIT/PARAM change the level; junk is ignored")
     func oscControl() throws {
       let port = 17000 + Int(getpid() % 2000)
-      let (server, generator, capture, livemic) = try LiveAudioTests.rig(
+      let rig = try LiveAudioTests.rig(
         ["-p", "flat", "-c", "input.bypass=0", "--osc", "\(port)"],
         signal: .sine(frequencyHz: 500, amplitude: 0.2))
+      defer { rig.stop() }
+      let livemic = rig.livemic
       #expect(livemic.waitForLog("OSC on 127.0.0.1:\(port)"), "\(livemic.log)")
       // Bound to the loopback address only (0100007F in /proc/net/udp).
       let udp = (try? String(contentsOfFile: "/proc/net/udp", encoding: .utf8)) ?? ""
@@ -104,7 +106,7 @@ extension EndToEnd {
       // The level relative to the input's (flat: the output is the input at 0 dB), retaken when
       // the server spoilt its window (a gap, an xrun, the generator off, a cycle LiveMic missed).
       let input = 0.2 / 2.squareRoot()
-      let witness = Witness.rig(capture, signal: .sine(frequencyHz: 500, amplitude: 0.2), client: "lmclient")
+      let witness = LiveAudioTests.witness(rig)
       func level(near db: Double) throws -> Double {
         try retaking("the level near \(db) dB") {
           let take = try witness.take(frames: 4800, channels: [1], settleMicroseconds: 300_000)
@@ -138,10 +140,6 @@ extension EndToEnd {
         "a valid request after the junk")
       #expect(abs(try level(near: 0)) < 0.05)
       #expect(livemic.process.isRunning)
-      #expect(livemic.interrupt() == 0)
-      generator.close()
-      capture.close()
-      server.stop()
     }
   }
 }

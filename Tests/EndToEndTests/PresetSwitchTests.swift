@@ -21,16 +21,17 @@ extension EndToEnd {
       defer { try? FileManager.default.removeItem(at: folder) }
       let file = folder.appendingPathComponent("switch.json")
       try Self.preset(volume: 0.8, bass: 0).write(to: file, atomically: true, encoding: .utf8)
-      let counters = folder.appendingPathComponent("rtguard.txt")
-      let (server, generator, capture, livemic) = try LiveAudioTests.rig(
-        ["-p", file.path], signal: .sine(frequencyHz: 220, amplitude: 0.25), guardOutput: counters)
+      let rig = try LiveAudioTests.rig(
+        ["-p", file.path], signal: .sine(frequencyHz: 220, amplitude: 0.25), guarded: true)
+      defer { rig.stop() }
+      let (capture, livemic) = (rig.client("lmcap"), rig.livemic)
       usleep(1_300_000)  // past the start ramp
       // A switch whose window the server spoilt is made again, back and forth (`retaking`).
       // Judged by the data as well as by xruns: a lost cycle shows as a gap in the capture's
       // frame times, a step in the generator's own sine (which passes the server only), or a
       // cycle LiveMic saw skipped (`missed_cycles`). A window every take of which is spoilt
       // fails: none is judged on part of a window.
-      let witness = Witness.rig(capture, signal: .sine(frequencyHz: 220, amplitude: 0.25), client: "lmclient")
+      let witness = LiveAudioTests.witness(rig)
       var switches = 0
       var expectedRatio: Float = 0.5
       let out = try retaking("the SIGHUP switch window") {
@@ -70,12 +71,9 @@ extension EndToEnd {
       let after = Float(rms(out[(out.count - 2400)...]))
       let wanted = Float(rms(steady)) * expectedRatio
       #expect(abs(after - wanted) < wanted * 0.15, "level after \(after), before \(rms(steady))")
-      #expect(livemic.interrupt() == 0)
+      rig.stop()
       // The crossfade runs both chains on the audio thread: still nothing counted there.
-      RealtimeGuard.expectNothingCounted(counters)
-      generator.close()
-      capture.close()
-      server.stop()
+      rig.expectNothingCounted()
     }
 
     @Test("a broken preset file on SIGHUP is reported and the running chain is kept")
@@ -84,8 +82,10 @@ extension EndToEnd {
       defer { try? FileManager.default.removeItem(at: folder) }
       let file = folder.appendingPathComponent("switch.json")
       try Self.preset(volume: 0.8, bass: 0).write(to: file, atomically: true, encoding: .utf8)
-      let (server, generator, capture, livemic) = try LiveAudioTests.rig(
+      let rig = try LiveAudioTests.rig(
         ["-p", file.path, "--watch"], signal: .sine(frequencyHz: 220, amplitude: 0.25))
+      defer { rig.stop() }
+      let (capture, livemic) = (rig.client("lmcap"), rig.livemic)
       usleep(1_300_000)
       try "{ broken".write(to: file, atomically: true, encoding: .utf8)
       #expect(livemic.waitForLog("preset not reloaded (the file changed)"), "\(livemic.log)")
@@ -94,10 +94,6 @@ extension EndToEnd {
       try capture.record(frames: 4800)
       #expect(rms(capture.recording(channel: 1, from: start).samples[...]) > 0.1)
       #expect(livemic.process.isRunning)
-      #expect(livemic.interrupt() == 0)
-      generator.close()
-      capture.close()
-      server.stop()
     }
   }
 }

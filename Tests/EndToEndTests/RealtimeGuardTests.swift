@@ -8,19 +8,16 @@ extension EndToEnd {
     /// guard preloaded into the release binary counts nothing in the process callback.
     @Test("voice chain: zero allocations, locks, waits, I/O and sleeps, across a buffer-size change")
     func voiceChainIsRealtimeSafe() throws {
-      let folder = Paths.temporaryFolder("guard")
-      defer { try? FileManager.default.removeItem(at: folder) }
-      let counters = folder.appendingPathComponent("rtguard.txt")
       // 100 ms bursts of a tone, not a steady one: voice's feedback suppressor and denoiser
       // take a steady sine down by design, deeper the longer it lasts (from -80 dBFS to
       // -99 dBFS here, and below the old 1e-5 check's floor under --load), so "not silent"
       // held by 1.4 dB. The bursts come out at about -47 dBFS.
       let run = GuardedRun(
-        counters: counters,
         rig: try LiveAudioTests.rig(
           ["-p", "voice"], signal: .burst(frequencyHz: 220, amplitude: 0.3, onFrames: 4800, offFrames: 4800),
-          period: 64, guardOutput: counters)
+          period: 64, guarded: true)
       )
+      defer { run.rig.stop() }
       let out = try run.acrossBufferSizeChange(recording: 48000, cyclesAfter: 1000)
       let level = rms(out[(out.count / 2)...])
       print("[measured] voice chain after the buffer-size change: RMS \(level)")
@@ -44,13 +41,11 @@ extension EndToEnd {
     func voiceUnitsAreRealtimeSafe() throws {
       let folder = Paths.temporaryFolder("guard7")
       defer { try? FileManager.default.removeItem(at: folder) }
-      let counters = folder.appendingPathComponent("rtguard.txt")
       let run = GuardedRun(
-        counters: counters,
         rig: try LiveAudioTests.rig(
-          ["-p", try Self.everyVoiceUnitPreset(in: folder)], signal: .frameCode, period: 64,
-          guardOutput: counters))
-      let log = run.rig.3.log
+          ["-p", try Self.everyVoiceUnitPreset(in: folder)], signal: .frameCode, period: 64, guarded: true))
+      defer { run.rig.stop() }
+      let log = run.rig.livemic.log
       #expect(log.contains("+ 960 (chain) +"), "aec and denoise declare 480 frames each: \(log)")
       let out = try run.acrossBufferSizeChange(recording: 24000, cyclesAfter: 1000)
       #expect(rms(out[(out.count / 2)...]) > 1e-4, "no audio after the buffer-size change")
@@ -73,10 +68,10 @@ extension EndToEnd {
         {"unit": "input"}, {"unit": "aec", "mode": "webrtc"}, {"unit": "denoise", "mode": "webrtc"},
         {"unit": "leveler", "mode": "webrtc"}, {"unit": "limiter"}, {"unit": "output"}]}
       """#.write(to: preset, atomically: true, encoding: .utf8)
-      let counters = folder.appendingPathComponent("rtguard.txt")
-      let (server, generator, capture, livemic) = try LiveAudioTests.rig(
-        ["-p", preset.path], signal: .sine(frequencyHz: 220, amplitude: 0.3), period: 64,
-        guardOutput: counters)
+      let rig = try LiveAudioTests.rig(
+        ["-p", preset.path], signal: .sine(frequencyHz: 220, amplitude: 0.3), period: 64, guarded: true)
+      defer { rig.stop() }
+      let (capture, livemic, counters) = (rig.client("lmcap"), rig.livemic, try #require(rig.counters))
       func cycles() -> Int { Int(RealtimeGuard.counters(counters)["cycles"] ?? "0") ?? 0 }
       #expect(
         livemic.log.contains("+ 3885 (chain) +"),
@@ -95,13 +90,10 @@ extension EndToEnd {
       try capture.record(frames: 24000)
       let out = capture.recording(channel: 1, from: start).samples
       #expect(rms(out[(out.count / 2)...]) > 1e-4, "no audio through the WebRTC units")
-      #expect(livemic.interrupt() == 0)
+      rig.stop()
       let result = RealtimeGuard.counters(counters)
       print("[measured] rtguard, WebRTC engines: \(result.sorted { $0.key < $1.key })")
-      RealtimeGuard.expectNothingCounted(counters)
-      generator.close()
-      capture.close()
-      server.stop()
+      rig.expectNothingCounted()
     }
 
     @Test(

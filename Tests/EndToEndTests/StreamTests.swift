@@ -82,19 +82,12 @@ extension EndToEnd {
       "A subscription streams meters at about 20 Hz (with gain reduction) and events; OSC subscribers get meters"
     )
     func subscriptions() throws {
-      let folder = Paths.temporaryFolder("streams")
-      defer { try? FileManager.default.removeItem(at: folder) }
-      let env = ["XDG_RUNTIME_DIR": folder.path]
       let oscPort = 19000 + Int(getpid() % 2000)
-      let (server, generator, capture, livemic) = try LiveAudioTests.rig(
+      let rig = try LiveAudioTests.rig(
         ["-p", "voice", "--osc", "\(oscPort)"] + Self.keepSine,
-        signal: .sine(frequencyHz: 1000, amplitude: 0.5),
-        environment: env)
-      defer {
-        generator.close()
-        capture.close()
-        server.stop()
-      }
+        signal: .sine(frequencyHz: 1000, amplitude: 0.5))
+      defer { rig.stop() }
+      let (folder, capture, livemic) = (rig.folder, rig.client("lmcap"), rig.livemic)
       let path = folder.appendingPathComponent("livemic/lmclient.sock").path
       let follower = try SocketLines(path)
       follower.send(#"{"cmd":"subscribe","topics":["meters","events"]}"#)
@@ -110,8 +103,7 @@ extension EndToEnd {
       // every one of ten lines. Ten lines whose stretch the server spoilt (a gap, an xrun, the
       // generator's own sine off, a cycle LiveMic missed) are read again. A line reports the
       // 50 ms before it, so the first two after the mark are left out.
-      let witness = Witness.rig(
-        capture, signal: .sine(frequencyHz: 1000, amplitude: 0.5), client: "lmclient", environment: env)
+      let witness = LiveAudioTests.witness(rig)
       let ten = try retaking("ten input meter lines") {
         _ = follower.lines(for: 0.05)  // what was queued before the mark
         let mark = witness.mark()
@@ -153,25 +145,17 @@ extension EndToEnd {
         #expect(abs(Double(m.args[0] as? Float ?? 0) - -6.0) < 0.15, "\(m.args)")
       }
       #expect(livemic.process.isRunning)
-      #expect(livemic.interrupt() == 0)
     }
 
     @Test(
       "livemic ctl events prints each event, ctl meters a meter line about 20 times a second; both end when LiveMic stops (status 1); OSC event subscribers get /livemic/event"
     )
     func followingCommands() throws {
-      let folder = Paths.temporaryFolder("follow")
-      defer { try? FileManager.default.removeItem(at: folder) }
-      let env = ["XDG_RUNTIME_DIR": folder.path]
       let oscPort = 19000 + Int(getpid() % 2000)
-      let (server, generator, capture, livemic) = try LiveAudioTests.rig(
-        ["-p", "flat", "--osc", "\(oscPort)"], signal: .sine(frequencyHz: 1000, amplitude: 0.5),
-        environment: env)
-      defer {
-        generator.close()
-        capture.close()
-        server.stop()
-      }
+      let rig = try LiveAudioTests.rig(
+        ["-p", "flat", "--osc", "\(oscPort)"], signal: .sine(frequencyHz: 1000, amplitude: 0.5))
+      defer { rig.stop() }
+      let folder = rig.folder
       let events = try Self.start(["ctl", "-n", "lmclient", "events"], runtime: folder)
       let meters = try Self.start(["ctl", "-n", "lmclient", "meters"], runtime: folder)
       usleep(1_500_000)  // subscribed, and past the start ramp
@@ -190,7 +174,7 @@ extension EndToEnd {
         let line = jsonObject(muted.args.count == 2 ? muted.args[1] as? String ?? "" : "")
         #expect(line["event"] as? String == "muted" && line["mode"] as? String == "ramp", "\(muted.args)")
       }
-      #expect(livemic.interrupt() == 0)
+      rig.stop()  // LiveMic stops, status 0 expected: both followers end
       for (name, (process, out, err)) in [("events", events), ("meters", meters)]
         as [(String, (Process, Pipe, Pipe))]
       {
@@ -218,20 +202,14 @@ extension EndToEnd {
 
     @Test("livemic monitor draws levels and gain reduction; its keys mute and change the volume")
     func monitor() throws {
-      let folder = Paths.temporaryFolder("monitor")
-      defer { try? FileManager.default.removeItem(at: folder) }
-      let env = ["XDG_RUNTIME_DIR": folder.path]
-      let (server, generator, capture, livemic) = try LiveAudioTests.rig(
-        ["-p", "voice"] + Self.keepSine, signal: .sine(frequencyHz: 1000, amplitude: 0.5), environment: env)
-      defer {
-        generator.close()
-        capture.close()
-        server.stop()
-      }
+      let rig = try LiveAudioTests.rig(
+        ["-p", "voice"] + Self.keepSine, signal: .sine(frequencyHz: 1000, amplitude: 0.5))
+      defer { rig.stop() }
+      let folder = rig.folder
       let keys = Pipe()
       let (process, out, _) = try Self.start(["monitor", "-n", "lmclient"], runtime: folder, input: keys)
       let ctl = { (words: [String]) in
-        try runLiveMic(["ctl", "-n", "lmclient", "--json"] + words, environment: env)
+        try runLiveMic(["ctl", "-n", "lmclient", "--json"] + words, environment: rig.environment)
       }
       usleep(1_500_000)
       try keys.fileHandleForWriting.write(contentsOf: Data("m".utf8))
@@ -251,7 +229,6 @@ extension EndToEnd {
       #expect(screen.contains("in  L [") && screen.contains("out R ["), "\(screen.suffix(1500))")
       #expect(screen.contains("dB compressor") && screen.contains("preset 'voice'"), "\(screen.suffix(1500))")
       #expect(screen.contains("MUTED (ramp)") && screen.contains("muted mode=ramp"), "\(screen.suffix(1500))")
-      #expect(livemic.interrupt() == 0)
     }
   }
 }

@@ -10,18 +10,20 @@ extension EndToEnd {
   /// a feed open and meters streaming.
   @Suite("The web door", .serialized)
   struct WebDoorTests {
-    /// A web rig: `flat` on a 500 Hz sine, `--web 127.0.0.1:0`, the socket under `folder`;
-    /// the door's port and its token (made at first start under LiveMic's XDG_CONFIG_HOME).
+    /// A web rig: `flat` on a 500 Hz sine, `--web 127.0.0.1:0`, the socket under the rig's
+    /// folder; the door's port and its token (made at first start under LiveMic's
+    /// XDG_CONFIG_HOME). `guarded` preloads the real-time guard.
     static func rig(
-      _ folder: URL, guardOutput: URL? = nil, arguments: [String] = ["-p", "flat"],
-      web: [String] = ["--web", "127.0.0.1:0"]
-    ) throws -> (
-      rig: (JackServer, TestClient, TestClient, LiveMicProcess), port: Int, token: String
-    ) {
+      guarded: Bool = false, arguments: [String] = ["-p", "flat"], web: [String] = ["--web", "127.0.0.1:0"]
+    ) throws -> (rig: LiveRig, port: Int, token: String) {
       let rig = try LiveAudioTests.rig(
-        arguments + web, signal: .sine(frequencyHz: 500, amplitude: 0.2), period: 256,
-        guardOutput: guardOutput, environment: ["XDG_RUNTIME_DIR": folder.path])
-      let livemic = rig.3
+        arguments + web, signal: .sine(frequencyHz: 500, amplitude: 0.2), period: 256, guarded: guarded)
+      let (port, token) = try Self.door(rig.livemic)
+      return (rig, port, token)
+    }
+
+    /// The port and token of `livemic`'s web door, once it has opened.
+    static func door(_ livemic: LiveMicProcess) throws -> (port: Int, token: String) {
       guard livemic.waitForLog("web remote: open "),
         let range = livemic.log.range(
           of: #"web remote on http://127\.0\.0\.1:[0-9]+/"#, options: .regularExpression)
@@ -30,10 +32,24 @@ extension EndToEnd {
       let tokenFile = livemic.folder.appendingPathComponent("livemic/web-token")
       let token = try String(contentsOf: tokenFile, encoding: .utf8).trimmingCharacters(
         in: .whitespacesAndNewlines)
+      return (port, token)
+    }
+
+    /// The web rig as a tuple (server, generator, capture, LiveMic), its socket under `folder`,
+    /// for the page tests that take it apart themselves (a server restart); `legacyStop` ends it.
+    static func legacyRig(
+      _ folder: URL, arguments: [String] = ["-p", "flat"], web: [String] = ["--web", "127.0.0.1:0"]
+    ) throws -> (
+      rig: (JackServer, TestClient, TestClient, LiveMicProcess), port: Int, token: String
+    ) {
+      let rig = try LiveAudioTests.legacyRig(
+        arguments + web, signal: .sine(frequencyHz: 500, amplitude: 0.2), period: 256,
+        environment: ["XDG_RUNTIME_DIR": folder.path])
+      let (port, token) = try Self.door(rig.3)
       return (rig, port, token)
     }
 
-    static func stop(_ rig: (JackServer, TestClient, TestClient, LiveMicProcess)) {
+    static func legacyStop(_ rig: (JackServer, TestClient, TestClient, LiveMicProcess)) {
       #expect(rig.3.interrupt() == 0)
       rig.1.close()
       rig.2.close()
@@ -74,11 +90,10 @@ extension EndToEnd {
 
     @Test("every route refuses a request without the token, or with a wrong one; the token file is 0600")
     func everyRouteNeedsTheToken() throws {
-      let folder = Paths.temporaryFolder("web")
-      defer { try? FileManager.default.removeItem(at: folder) }
-      let (rig, port, token) = try Self.rig(folder)
+      let (rig, port, token) = try Self.rig()
+      defer { rig.stop() }
       let attributes = try FileManager.default.attributesOfItem(
-        atPath: rig.3.folder.appendingPathComponent("livemic/web-token").path)
+        atPath: rig.livemic.folder.appendingPathComponent("livemic/web-token").path)
       #expect((attributes[.posixPermissions] as? Int) == 0o600, "\(attributes)")
       #expect(token.count >= 40, "a short token: \(token)")
       let client = WebClient(port: port)
@@ -129,7 +144,6 @@ extension EndToEnd {
         headers: ["Cookie": "livemic-token-\(port)=\(token)", "Content-Type": "application/json"],
         body: Data("{\"cmd\":\"get\",\"key\":\"output.volume\"}".utf8))
       #expect(byCookie?.json["ok"] as? Bool == true, "\(byCookie?.body ?? "no answer")")
-      Self.stop(rig)
     }
 
     @Test("\"web\" in the run's configuration file opens the door as --web does")
@@ -138,21 +152,19 @@ extension EndToEnd {
       defer { try? FileManager.default.removeItem(at: folder) }
       let config = folder.appendingPathComponent("livemic.json")
       try Data(#"{"web": "127.0.0.1:0", "preset": "podcast"}"#.utf8).write(to: config)
-      let (rig, port, token) = try Self.rig(
-        folder, arguments: ["-p", "flat", "--config", config.path], web: [])
+      let (rig, port, token) = try Self.rig(arguments: ["-p", "flat", "--config", config.path], web: [])
+      defer { rig.stop() }
       let client = WebClient(port: port)
       let status = client.api("{\"cmd\":\"status\"}", token: token)
       #expect(status?.status == 200, "\(status?.body ?? "no answer")")
       // The command line's -p flat comes after the file's preset: it wins.
       #expect(status?.json["preset"] as? String == "flat", "\(status?.body ?? "no answer")")
-      Self.stop(rig)
     }
 
     @Test("a wrong Host, another site's Origin and a cross-site form post are refused; the rig's own pass")
     func hostAndOrigin() throws {
-      let folder = Paths.temporaryFolder("web")
-      defer { try? FileManager.default.removeItem(at: folder) }
-      let (rig, port, token) = try Self.rig(folder)
+      let (rig, port, token) = try Self.rig()
+      defer { rig.stop() }
       let client = WebClient(port: port)
       let auth = "Bearer \(token)"
       let mute = Data("{\"cmd\":\"mute\"}".utf8)
@@ -197,15 +209,13 @@ extension EndToEnd {
         ],
         body: Data("{\"cmd\":\"status\"}".utf8))
       #expect(same?.json["muted"] as? Bool == false, "a refused request muted: \(same?.body ?? "no answer")")
-      Self.stop(rig)
     }
 
     @Test("size limit, rate limit, malformed bodies: one sentence with a code each, and the audio goes on")
     func limitsAndMalformedRequests() throws {
-      let folder = Paths.temporaryFolder("web")
-      defer { try? FileManager.default.removeItem(at: folder) }
-      let (rig, port, token) = try Self.rig(folder)
-      let capture = rig.2
+      let (rig, port, token) = try Self.rig()
+      defer { rig.stop() }
+      let (folder, capture) = (rig.folder, rig.client("lmcap"))
       usleep(1_300_000)  // the start ramp
       let before = try Self.outputLevel(capture)
       let client = WebClient(port: port)
@@ -297,18 +307,15 @@ extension EndToEnd {
       print("[measured] output RMS before the web door's refusals \(before), after \(after)")
       #expect(
         before > 0.1 && abs(20 * log10(after / before)) < 0.5, "the audio changed: \(before) → \(after)")
-      #expect(rig.3.process.isRunning)
-      Self.stop(rig)
+      #expect(rig.livemic.process.isRunning)
     }
 
     @Test(
       "real-time guard at zero with a feed open and meters streaming at 20 Hz; the feed stops with its page")
     func realtimeGuardWithAFeedOpen() throws {
-      let folder = Paths.temporaryFolder("web")
-      defer { try? FileManager.default.removeItem(at: folder) }
-      let counters = folder.appendingPathComponent("rtguard.txt")
-      let (rig, port, token) = try Self.rig(folder, guardOutput: counters)
-      let run = GuardedRun(counters: counters, rig: rig)
+      let (rig, port, token) = try Self.rig(guarded: true)
+      defer { rig.stop() }
+      let run = GuardedRun(rig: rig)
       guard let feed = WebFeed(port: port, token: token) else { throw HarnessError("no feed") }
       let began = Date()
       let pages = (0..<2).map { _ in WebClient(port: port) }
@@ -333,7 +340,7 @@ extension EndToEnd {
           (jsonObject(last.line)["input"] as? [[String: Any]])?.first?["peak_dbfs"] as? Double ?? -200
         #expect(abs(input - 20 * log10(0.2)) < 0.5, "the input peak in the feed: \(input)")
       }
-      RealtimeGuard.expectNothingCounted(counters, "with a web feed open")
+      RealtimeGuard.expectNothingCounted(run.counters, "with a web feed open")
       feed.close()
       run.finish()
     }

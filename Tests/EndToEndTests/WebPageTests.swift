@@ -66,7 +66,7 @@ extension EndToEnd {
     func muteFromThePage() throws {
       let folder = Paths.temporaryFolder("webpage")
       defer { try? FileManager.default.removeItem(at: folder) }
-      let (rig, port, token) = try WebDoorTests.rig(folder)
+      let (rig, port, token) = try WebDoorTests.legacyRig(folder)
       let (_, generator, capture, _) = rig
       let browser = try Browser()
       let page = try browser.open(Self.address(port, token))
@@ -136,7 +136,7 @@ extension EndToEnd {
     func twoPagesInStep() throws {
       let folder = Paths.temporaryFolder("webpage")
       defer { try? FileManager.default.removeItem(at: folder) }
-      let (rig, port, token) = try WebDoorTests.rig(folder)
+      let (rig, port, token) = try WebDoorTests.legacyRig(folder)
       let capture = rig.2
       let browser = try Browser()
       let first = try browser.open(Self.address(port, token))
@@ -194,7 +194,7 @@ extension EndToEnd {
       #expect(status["preset"] as? String == "podcast", "\(status["preset"] ?? "none")")
       try browser.wait(
         second, "return !!document.querySelector('[data-key=\"compressor.ratio\"]')", timeout: 5)
-      WebDoorTests.stop(rig)
+      WebDoorTests.legacyStop(rig)
     }
 
     @Test(
@@ -203,7 +203,7 @@ extension EndToEnd {
     func statesWithin200ms() throws {
       let folder = Paths.temporaryFolder("webpage")
       defer { try? FileManager.default.removeItem(at: folder) }
-      let (rig, port, token) = try WebDoorTests.rig(folder, arguments: ["-p", "podcast"])
+      let (rig, port, token) = try WebDoorTests.legacyRig(folder, arguments: ["-p", "podcast"])
       let browser = try Browser()
       let page = try browser.open(Self.address(port, token))
       try Self.waitReady(browser, page)
@@ -252,7 +252,7 @@ extension EndToEnd {
       print("[measured] web banner: 'bypassed' \(Int(bypassed * 1000)) ms after the last stage's bypass")
       #expect(bypassed >= 0 && bypassed < 0.2, "'bypassed' showed \(bypassed) s after the last bypass")
       print("[measured] web banner: slowest state change \(Int(max(slowest, bypassed) * 1000)) ms")
-      WebDoorTests.stop(rig)
+      WebDoorTests.legacyStop(rig)
     }
 
     @Test(
@@ -261,7 +261,7 @@ extension EndToEnd {
     func serverRestart() throws {
       let folder = Paths.temporaryFolder("webpage")
       defer { try? FileManager.default.removeItem(at: folder) }
-      let (rig, port, token) = try WebDoorTests.rig(folder)
+      let (rig, port, token) = try WebDoorTests.legacyRig(folder)
       let (server, generator, capture, livemic) = rig
       let browser = try Browser()
       let page = try browser.open(Self.address(port, token))
@@ -308,7 +308,7 @@ extension EndToEnd {
     func sixPages() throws {
       let folder = Paths.temporaryFolder("webpage")
       defer { try? FileManager.default.removeItem(at: folder) }
-      let (rig, port, token) = try WebDoorTests.rig(folder)
+      let (rig, port, token) = try WebDoorTests.legacyRig(folder)
       // Three browsers of two pages each: one browser keeps at most six connections to a host,
       // and each page holds its feed open (six phones are six browsers).
       let browsers = try (0..<3).map { _ in try Browser() }
@@ -391,7 +391,7 @@ extension EndToEnd {
       #expect(chaosP99 < 0.1, "the chaos client's p99 \(chaosP99) s")
       // Every page still shows a live LiveMic after the chaos.
       for (browser, page) in pages { try Self.waitReady(browser, page) }
-      WebDoorTests.stop(rig)
+      WebDoorTests.legacyStop(rig)
     }
   }
 }

@@ -18,6 +18,8 @@ final class LiveRig {
     var signal: TestSignal?
     var captureChannels = 0
     var midi = false
+    /// How many seconds of each capture channel the client keeps (`TestClient`'s `seconds`).
+    var seconds: Double = 12
   }
 
   /// LiveMic's JACK client name, and the name `ctl -n` reaches it by.
@@ -51,7 +53,7 @@ final class LiveRig {
       made.append(
         try TestClient(
           name: spec.name, server: server.name, signal: spec.signal, captureChannels: spec.captureChannels,
-          midi: spec.midi))
+          seconds: spec.seconds, midi: spec.midi))
     }
     clients = made
     counters = guarded ? folder.appendingPathComponent("rtguard.txt") : nil
