@@ -14,9 +14,9 @@ extension EndToEnd {
 
     /// The rig the door tests share: `flat` on a 500 Hz sine under the real-time guard, its
     /// socket under the rig's folder (XDG_RUNTIME_DIR), `environment` added; at 256 frames, not
-    /// the takes' 1024: a mute is answered once its fade has run, a few periods, and at 1024
-    /// frames (21 ms each) six clients' p99 stood at 86-115 ms against the 100 ms line
-    /// (2026-12-02).
+    /// the takes' 1024: an unmute from suspend is answered once the client is active again, a
+    /// few periods (at 1024 frames, 21 ms each, six clients' p99 stood at 86-115 ms against the
+    /// 100 ms line on 2026-12-02, when a suspend also waited for its fade).
     static func guardedRig(environment: [String: String] = [:]) throws -> GuardedRun {
       GuardedRun(
         rig: try LiveAudioTests.rig(

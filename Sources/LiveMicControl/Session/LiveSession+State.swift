@@ -7,8 +7,11 @@ import LiveMicPresets
 /// state (`SupervisorState.applying`), makes the audio follow, logs the change in one line and
 /// emits it as `state-changed`. Thread: the supervisor.
 extension LiveSession {
-  /// True while the `suspend` mute mode holds the client deactivated.
-  var suspended: Bool { supervisorState.link == .live && !supervisorState.audio.clientActive }
+  /// True while the `suspend` mute mode holds the client deactivated (not while its fade-out
+  /// still runs: the audio and the connections are live until `finishSuspend`).
+  var suspended: Bool {
+    supervisorState.link == .live && !supervisorState.audio.clientActive && suspendFadeDeadline == nil
+  }
 
   /// Applies `event`; with a live `client` and `state`, makes the audio follow the new state
   /// (the output ramp, the input mute, deactivation with the connections remembered, or
@@ -49,14 +52,21 @@ extension LiveSession {
     }
     if !new.clientActive && old.clientActive {
       // Suspend: silent first, then the connections are remembered and the client deactivated.
+      // The fade runs on: the supervisor's loop deactivates once it is silent (`finishSuspend`),
+      // so the door asking (and every other) is answered at once.
       state.ramp.fadeOut()
-      _ = waitUntilSilent(state)
-      book.record(client)
-      client.deactivate()
-      state.inputMuted.store(new.inputMuted ? 1 : 0, ordering: .relaxed)
+      suspendFadeDeadline = .now() + .milliseconds(300)
+      finishSuspend(client, state)
       return
     }
     if new.clientActive && !old.clientActive {
+      if suspendFadeDeadline != nil {
+        // Unmuted while the suspend still faded out: the client never went off, its connections
+        // are as they were; only the output comes back (over 1 s, from where the fade was).
+        suspendFadeDeadline = nil
+        if !new.outputSilent { state.ramp.fadeIn() }
+        return
+      }
       // Back from suspend: the start-quiet ramp, then the connections and routes again.
       state.ramp.rewind()
       if !new.outputSilent { state.ramp.fadeIn() }
@@ -69,6 +79,19 @@ extension LiveSession {
     if new.outputSilent != old.outputSilent {
       if new.outputSilent { state.ramp.fadeOut() } else { state.ramp.fadeIn() }
     }
+  }
+
+  /// Ends a `suspend` mute's fade once the output is silent (or 300 ms have passed): the
+  /// connections are remembered and the client deactivated. Called when the suspend begins and
+  /// at every wake of the supervisor's loop (every 5 ms while the fade runs).
+  func finishSuspend(_ client: JackClient, _ state: ProcessState) {
+    guard let deadline = suspendFadeDeadline, state.ramp.isSilent || DispatchTime.now() >= deadline else {
+      return
+    }
+    suspendFadeDeadline = nil
+    book.record(client)
+    client.deactivate()
+    state.inputMuted.store(supervisorState.audio.inputMuted ? 1 : 0, ordering: .relaxed)
   }
 
   /// `ctl mute`: the user's mute `mode` (replacing another mode directly).

@@ -155,6 +155,8 @@ extension LiveSession {
       if events.serverLost.exchange(false, ordering: .acquiringAndReleasing) {
         guard !suspended && connection.shutdownWasAnError() else {
           events.serverLost.store(true, ordering: .releasing)
+          // A suspend that was still fading out: the next client starts suspended (`run`).
+          suspendFadeDeadline = nil
           return .serverLost
         }
         Log.error(
@@ -164,6 +166,7 @@ extension LiveSession {
       answerSessionSaves(client)
       recorder.superviseTapConsumers(audioRunning: !suspended)
       answerRequests(connection)
+      finishSuspend(client, state)
       pollLearns(state)
       recorder.pollFinishingRecordings()
       running.swapUnderway = state.slot.collect()
@@ -180,7 +183,7 @@ extension LiveSession {
   }
 
   /// When the supervisor must wake at the latest: its timers, faster while a MIDI learn waits
-  /// (5 ms), a swap is collected (10 ms) or a suspended client's server is probed.
+  /// or a suspend fades out (5 ms), a swap is collected (10 ms) or a suspended client's server is probed.
   private func nextWake(_ watch: LiveConnection.Watch) -> DispatchTime {
     var due = min(
       doors.meters.nextWake(followed: metersFollowed), book.nextRetry ?? .distantFuture,
@@ -191,6 +194,7 @@ extension LiveSession {
     // later reload left waiting can begin).
     if running.swapUnderway { due = min(due, .now() + .milliseconds(10)) }
     if suspended { due = min(due, watch.nextLivenessProbe) }
+    if suspendFadeDeadline != nil { due = min(due, .now() + .milliseconds(5)) }
     return due
   }
 
@@ -198,6 +202,7 @@ extension LiveSession {
   private func stop(_ connection: LiveConnection) -> Outcome {
     let (client, state) = (connection.client, connection.state)
     transition(.stop, reason: "signal")
+    suspendFadeDeadline = nil
     midiLearn.abandon("LiveMic stopped before a MIDI controller moved")
     state.ramp.fadeOut()
     _ = waitUntilSilent(state) { client.events.serverLost.load(ordering: .acquiring) }

@@ -71,6 +71,10 @@ public final class LiveSession: @unchecked Sendable {
   /// The one state: the server link, the user's mute mode, the route's mute
   /// (`SupervisorState`; changed only through `transition`).
   var supervisorState = SupervisorState()
+  /// While a `suspend` mute fades out: when the supervisor gives up waiting for silence. The
+  /// client stays active (its connections live) until the fade ends or this passes; the loop
+  /// then deactivates it (`finishSuspend`), so no door waits for the fade.
+  var suspendFadeDeadline: DispatchTime?
   /// The chain running (or to run after a reconnection), its preset and MIDI mappings; set
   /// once the first chain is built in `run`.
   var running: RunningChain!

@@ -6,10 +6,18 @@ Requests: {"cmd": "open", "url": U} (a new tab; answers its number), {"cmd": "js
 WebDriver), {"cmd": "wait", "page": N, "script": S, "timeout": T} (polls S every 5 ms until it is
 truthy; answers the seconds waited, or an error), {"cmd": "size", "width": W, "height": H},
 {"cmd": "screenshot", "page": N, "path": P}, {"cmd": "quit"}.
+
+With LIVEMIC_BROWSER_IDLE=1 the driver, chromedriver and Chromium run under SCHED_IDLE (inherited
+by every process they start): the browser stands for a phone, whose CPU is its own, and takes
+only the time the rig's machine leaves over.
 """
 import json
+import os
 import sys
 import time
+
+if os.environ.get("LIVEMIC_BROWSER_IDLE") == "1":
+    os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
