@@ -266,11 +266,15 @@ extension EndToEnd {
       let browser = try Browser()
       let page = try browser.open(Self.address(port, token))
       try Self.waitReady(browser, page)
+      // The page marks its own banner changes: the latency is the page's, not WebDriver's polling.
+      try Self.watchBanner(browser, page)
       generator.close()
       capture.close()
+      let stopping = (Date().timeIntervalSince1970 * 1000).rounded(.down)
       server.stop()
-      let away = try browser.wait(
+      _ = try browser.wait(
         page, "return document.getElementById('banner').dataset.state === 'reconnecting'", timeout: 5)
+      let away = try Self.bannerSeconds(browser, page, state: "reconnecting", since: stopping) ?? .infinity
       let text = try browser.banner(page).text
       #expect(text.contains("attempt") && text.contains("s lost"), "\(text)")
       #expect(away < 0.2, "the page said 'reconnecting' \(away) s after the server stopped")
@@ -295,9 +299,16 @@ extension EndToEnd {
       #expect(
         status["state"] as? String == state.state || state.state == "bypassed",
         "\(state) \(status["state"] ?? "")")
+      let interrupting = (Date().timeIntervalSince1970 * 1000).rounded(.down)
       #expect(livemic.interrupt() == 0)
-      let lost = try browser.wait(
+      let exited = (Date().timeIntervalSince1970 * 1000).rounded(.down)
+      _ = try browser.wait(
         page, "return document.getElementById('banner').dataset.state === 'lost'", timeout: 5)
+      // From LiveMic's exit (the page may say it sooner: its feed ends as the door shuts down).
+      let lost =
+        (try Self.bannerSeconds(browser, page, state: "lost", since: interrupting)).map {
+          max(0, $0 - (exited - interrupting) / 1000)
+        } ?? .infinity
       #expect(try browser.banner(page).text == "lost LiveMic, retrying")
       #expect(lost < 0.2, "the page said 'lost' \(lost) s after LiveMic stopped")
       print("[measured] web: 'lost LiveMic, retrying' \(Int(lost * 1000)) ms after LiveMic stopped")
