@@ -8,7 +8,8 @@ extension EndToEnd {
     /// A `LiveRig` with a generator (`lmgen`) on LiveMic's input and a three-input capture
     /// (`lmcap`; in_1: the generator directly, in_2/in_3: LiveMic's outputs), LiveMic run with
     /// `arguments`; at `JackServer.takePeriod` unless the test chooses another period. Ready once
-    /// LiveMic answers `status` and has logged its latency.
+    /// LiveMic answers `status` (requests are answered only once the latency is logged and the
+    /// connections made).
     static func rig(
       _ arguments: [String], signal: TestSignal, period: Int = JackServer.takePeriod, guarded: Bool = false,
       environment: [String: String] = [:]
@@ -35,9 +36,6 @@ extension EndToEnd {
         ] + arguments
       }
       if let directPath { throw directPath }
-      guard rig.livemic.waitForLog("latency capture-to-playback") else {
-        throw HarnessError("livemic did not start: \(rig.livemic.log)")
-      }
       return rig
     }
 
@@ -45,29 +43,6 @@ extension EndToEnd {
     static func witness(_ rig: LiveRig) -> Witness {
       let generator = rig.client("lmgen")
       return rig.witness(rig.client("lmcap"), generators: generator.signal.map { [(0, $0)] } ?? [])
-    }
-
-    /// The same rig as a tuple (server, generator, capture, LiveMic) for tests that take it
-    /// apart themselves (stop the server mid-test, kill LiveMic): they tear it down themselves.
-    static func legacyRig(
-      _ arguments: [String], signal: TestSignal, period: Int = JackServer.takePeriod, guardOutput: URL? = nil,
-      environment: [String: String] = [:]
-    ) throws -> (JackServer, TestClient, TestClient, LiveMicProcess) {
-      let server = try JackServer(period: period)
-      let generator = try TestClient(name: "lmgen", server: server.name, signal: signal, captureChannels: 0)
-      let capture = try TestClient(
-        name: "lmcap", server: server.name, signal: nil, captureChannels: 3, seconds: 60)
-      try capture.connect(generator.portName("out"), capture.portName("in_1"))
-      let livemic = try LiveMicProcess(
-        [
-          "-s", server.name, "-n", "lmclient", "--connect-in", generator.portName("out"),
-          "--connect-out", "\(capture.portName("in_2")),\(capture.portName("in_3"))",
-        ] + arguments,
-        guardOutput: guardOutput, environment: environment)
-      guard livemic.waitForLog("latency capture-to-playback") else {
-        throw HarnessError("livemic did not start: \(livemic.log)")
-      }
-      return (server, generator, capture, livemic)
     }
 
     @Test("flat: a known signal comes out bit-identical and in the same cycle")

@@ -35,27 +35,6 @@ extension EndToEnd {
       return (port, token)
     }
 
-    /// The web rig as a tuple (server, generator, capture, LiveMic), its socket under `folder`,
-    /// for the page tests that take it apart themselves (a server restart); `legacyStop` ends it.
-    static func legacyRig(
-      _ folder: URL, arguments: [String] = ["-p", "flat"], web: [String] = ["--web", "127.0.0.1:0"]
-    ) throws -> (
-      rig: (JackServer, TestClient, TestClient, LiveMicProcess), port: Int, token: String
-    ) {
-      let rig = try LiveAudioTests.legacyRig(
-        arguments + web, signal: .sine(frequencyHz: 500, amplitude: 0.2), period: 256,
-        environment: ["XDG_RUNTIME_DIR": folder.path])
-      let (port, token) = try Self.door(rig.3)
-      return (rig, port, token)
-    }
-
-    static func legacyStop(_ rig: (JackServer, TestClient, TestClient, LiveMicProcess)) {
-      #expect(rig.3.interrupt() == 0)
-      rig.1.close()
-      rig.2.close()
-      rig.0.stop()
-    }
-
     /// The output level now (RMS of half a second of output channel 1).
     static func outputLevel(_ capture: TestClient) throws -> Double {
       let start = capture.frameCount

@@ -64,10 +64,9 @@ extension EndToEnd {
       "mute from the page: the output is silent within 50 ms of the fade's start; the banner follows; meters move and stop"
     )
     func muteFromThePage() throws {
-      let folder = Paths.temporaryFolder("webpage")
-      defer { try? FileManager.default.removeItem(at: folder) }
-      let (rig, port, token) = try WebDoorTests.legacyRig(folder)
-      let (_, generator, capture, _) = rig
+      let (rig, port, token) = try WebDoorTests.rig()
+      defer { rig.stop() }
+      let (generator, capture) = (rig.client("lmgen"), rig.client("lmcap"))
       let browser = try Browser()
       let page = try browser.open(Self.address(port, token))
       try Self.waitReady(browser, page)
@@ -125,19 +124,16 @@ extension EndToEnd {
       print(
         "[measured] web meters: the input meter at silence \(Int(stopped * 1000)) ms after the generator stopped"
       )
-      #expect(rig.3.interrupt() == 0)
-      capture.close()
-      rig.0.stop()
+      rig.stop()
     }
 
     @Test(
       "two pages in step with each other and with ctl; the output volume moves the level; a preset load shows in status"
     )
     func twoPagesInStep() throws {
-      let folder = Paths.temporaryFolder("webpage")
-      defer { try? FileManager.default.removeItem(at: folder) }
-      let (rig, port, token) = try WebDoorTests.legacyRig(folder)
-      let capture = rig.2
+      let (rig, port, token) = try WebDoorTests.rig()
+      defer { rig.stop() }
+      let (folder, capture) = (rig.folder, rig.client("lmcap"))
       let browser = try Browser()
       let first = try browser.open(Self.address(port, token))
       let second = try browser.open(Self.address(port, token))
@@ -194,16 +190,16 @@ extension EndToEnd {
       #expect(status["preset"] as? String == "podcast", "\(status["preset"] ?? "none")")
       try browser.wait(
         second, "return !!document.querySelector('[data-key=\"compressor.ratio\"]')", timeout: 5)
-      WebDoorTests.legacyStop(rig)
+      rig.stop()
     }
 
     @Test(
       "each state from ctl (muted in every mode, suspended, bypassed, running) is on the banner within 200 ms"
     )
     func statesWithin200ms() throws {
-      let folder = Paths.temporaryFolder("webpage")
-      defer { try? FileManager.default.removeItem(at: folder) }
-      let (rig, port, token) = try WebDoorTests.legacyRig(folder, arguments: ["-p", "podcast"])
+      let (rig, port, token) = try WebDoorTests.rig(arguments: ["-p", "podcast"])
+      defer { rig.stop() }
+      let folder = rig.folder
       let browser = try Browser()
       let page = try browser.open(Self.address(port, token))
       try Self.waitReady(browser, page)
@@ -252,17 +248,18 @@ extension EndToEnd {
       print("[measured] web banner: 'bypassed' \(Int(bypassed * 1000)) ms after the last stage's bypass")
       #expect(bypassed >= 0 && bypassed < 0.2, "'bypassed' showed \(bypassed) s after the last bypass")
       print("[measured] web banner: slowest state change \(Int(max(slowest, bypassed) * 1000)) ms")
-      WebDoorTests.legacyStop(rig)
+      rig.stop()
     }
 
     @Test(
       "kill and restart the JACK server: the page says reconnecting, then running; LiveMic gone: lost, then back"
     )
     func serverRestart() throws {
-      let folder = Paths.temporaryFolder("webpage")
-      defer { try? FileManager.default.removeItem(at: folder) }
-      let (rig, port, token) = try WebDoorTests.legacyRig(folder)
-      let (server, generator, capture, livemic) = rig
+      let (rig, port, token) = try WebDoorTests.rig()
+      defer { rig.stop() }
+      let (server, generator, capture, livemic) = (
+        rig.server, rig.client("lmgen"), rig.client("lmcap"), rig.livemic
+      )
       let browser = try Browser()
       let page = try browser.open(Self.address(port, token))
       try Self.waitReady(browser, page)
@@ -317,9 +314,9 @@ extension EndToEnd {
 
     @Test("six pages open and the chaos client of issue 14 running: /api answers within 100 ms p99")
     func sixPages() throws {
-      let folder = Paths.temporaryFolder("webpage")
-      defer { try? FileManager.default.removeItem(at: folder) }
-      let (rig, port, token) = try WebDoorTests.legacyRig(folder)
+      let (rig, port, token) = try WebDoorTests.rig()
+      defer { rig.stop() }
+      let folder = rig.folder
       // Three browsers of two pages each: one browser keeps at most six connections to a host,
       // and each page holds its feed open (six phones are six browsers, each with a CPU of its
       // own: here they take only the time the rig leaves over).
@@ -403,7 +400,7 @@ extension EndToEnd {
       #expect(chaosP99 < 0.1, "the chaos client's p99 \(chaosP99) s")
       // Every page still shows a live LiveMic after the chaos.
       for (browser, page) in pages { try Self.waitReady(browser, page) }
-      WebDoorTests.legacyStop(rig)
+      rig.stop()
     }
   }
 }
