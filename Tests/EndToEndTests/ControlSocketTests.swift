@@ -32,7 +32,7 @@ extension EndToEnd {
         status.status == 0 && status.stdout.contains("\"preset\":\"flat\"")
           && status.stdout.contains("\"sample_rate\":48000"), "\(status)")
 
-      usleep(1_300_000)
+      rig.waitForAudio()
       /// The output level, retaken when the server spoilt its window.
       let witness = LiveAudioTests.witness(rig)
       func level() throws -> Double {

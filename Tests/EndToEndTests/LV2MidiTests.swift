@@ -52,7 +52,7 @@ extension EndToEnd {
         name: "lmkeys", server: rig.server.name, signal: nil, captureChannels: 0, midi: true)
       defer { keys.close() }
       try keys.connect("lmkeys:midi_out", "lmclient:midi_in")
-      usleep(1_300_000)  // the start ramp
+      rig.waitForAudio()  // the start ramp
       let witness = rig.witness(capture, generators: [(0, signal)])
       let (on, off, start, end) = try retaking("a note through a plugin") {
         let mark = witness.mark()
@@ -163,7 +163,7 @@ extension EndToEnd {
         name: "lmkeys", server: rig.server.name, signal: nil, captureChannels: 0, midi: true)
       defer { keys.close() }
       try keys.connect("lmkeys:midi_out", "lmclient:midi_in")
-      usleep(1_300_000)  // the start ramp
+      rig.waitForAudio()  // the start ramp
       /// `ctl get sampler.sample` once it answers `path` (the plugin reports the file it loaded).
       func reported(_ path: String) -> Bool {
         waitUntil(seconds: 5) {

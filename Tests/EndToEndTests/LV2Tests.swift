@@ -22,7 +22,7 @@ extension EndToEnd {
     static func recordAfterRamp(_ rig: LiveRig, frames: Int = 24000) throws -> (
       times: [UInt32], direct: [Float], left: [Float], right: [Float]
     ) {
-      usleep(1_300_000)
+      rig.waitForAudio()
       let capture = rig.client("lmcap")
       let witness = LiveAudioTests.witness(rig)
       let (start, end) = try retaking("a window of \(frames) frames after the ramp") {

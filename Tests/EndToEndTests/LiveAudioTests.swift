@@ -51,7 +51,7 @@ extension EndToEnd {
       defer { rig.stop() }
       let capture = rig.client("lmcap")
       // Wait out the 1 s start ramp, then record half a second.
-      usleep(1_300_000)
+      rig.waitForAudio()
       // A take the server spoilt (a gap, an xrun, the generator's own signal off, a cycle
       // LiveMic missed) is taken again; LiveMic's output is judged on clean takes only.
       let witness = Self.witness(rig)
@@ -130,7 +130,7 @@ extension EndToEnd {
     func gainChangesLevel(arguments: [String], expectedDecibels: Double) throws {
       let rig = try Self.rig(["-p", "flat"] + arguments, signal: .sine(frequencyHz: 1000, amplitude: 0.2))
       defer { rig.stop() }
-      usleep(1_300_000)
+      rig.waitForAudio()
       let witness = Self.witness(rig)
       let measured = try retaking("the level change") {
         let take = try witness.take(frames: 9600, channels: [1, 0])

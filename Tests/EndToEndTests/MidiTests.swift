@@ -33,7 +33,7 @@ extension EndToEnd {
           return Take(rms(take.value[0][...]) / input, spoilt: take.spoilt)
         }
       }
-      usleep(1_300_000)
+      rig.waitForAudio()
       let full = try level(near: 1) { controller.sendControlChange(channel: 1, cc: 7, value: 127) }
       #expect(abs(full - 1) < 0.01, "volume at CC 127: \(full)")
       let half = try level(near: 64.0 / 127) { controller.sendControlChange(channel: 1, cc: 7, value: 64) }

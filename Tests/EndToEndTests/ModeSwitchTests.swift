@@ -31,7 +31,7 @@ extension EndToEnd {
       let rig = try LiveAudioTests.rig(["-p", file.path], signal: signal, guarded: true)
       defer { rig.stop() }
       let (capture, livemic) = (rig.client("lmcap"), rig.livemic)
-      usleep(1_300_000)  // past the start ramp
+      rig.waitForAudio()  // past the start ramp
       let witness = LiveAudioTests.witness(rig)
       var switches = 0
       for target in ["plugin", "builtin"] {

@@ -55,7 +55,7 @@ extension EndToEnd {
           of: "lmclient:music_1", expected: "LiveMic music 1 (left)", server: rig.server.name)
           == "LiveMic music 1 (left)")
       #expect(capture.connections(of: "lmclient:music_2") == ["lmmusic:out"])
-      usleep(1_300_000)  // the start ramp applies to the music too
+      rig.waitForAudio()  // the start ramp applies to the music too
       let volume = powf(10, Float(-6) / 20)
       // A take the server spoilt (a gap, an xrun, a generator off, a cycle LiveMic missed) is
       // taken again.
@@ -185,7 +185,7 @@ extension EndToEnd {
         capture.prettyNameOnServer(
           of: "lmclient:monitor_1", expected: "LiveMic monitor 1 (left)", server: rig.server.name)
           == "LiveMic monitor 1 (left)")
-      usleep(1_300_000)
+      rig.waitForAudio()
       let db = { (g: Double) in 20 * log10(g) }
       // A take the server spoilt is taken again.
       let witness = Self.witness(
@@ -221,7 +221,7 @@ extension EndToEnd {
           voice: .burst(frequencyHz: 440, amplitude: 0.25, onFrames: 4800, offFrames: 9600),
           music: .sine(frequencyHz: 1000, amplitude: 0.5), monitor: true)
         defer { rig.stop() }
-        usleep(1_300_000)
+        rig.waitForAudio()
         // A take the server spoilt is taken again.
         let witness = Self.witness(
           rig, voice: .burst(frequencyHz: 440, amplitude: 0.25, onFrames: 4800, offFrames: 9600),

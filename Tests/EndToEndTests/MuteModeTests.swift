@@ -30,7 +30,7 @@ extension EndToEnd {
         }
       }
       let input = 0.2 / 2.squareRoot()
-      usleep(1_300_000)
+      rig.waitForAudio()
       let silentStart = capture.frameCount
       try capture.record(frames: 4800)
       let silent = capture.recording(channel: 1, from: silentStart)
@@ -91,7 +91,7 @@ extension EndToEnd {
       let capture = rig.client("lmcap")
       let socket = try ControlDoorTests.connect(rig.folder)
       #expect(waitUntil(seconds: 5) { capture.connections(of: "lmclient:out_1") == ["lmcap:in_2"] })
-      usleep(1_300_000)  // the start-quiet ramp
+      rig.waitForAudio()  // the start-quiet ramp
       // The fade is 50 ms: a look at the connections as the answer arrives sees the client still
       // on, unless the supervisor waited for the fade before answering (a look the test process
       // was late for, 10 ms after the answer or more, is the machine's: taken again).
@@ -105,7 +105,7 @@ extension EndToEnd {
         if spoilt != nil {
           _ = ControlDoorTests.ask(socket, #"{"cmd":"unmute"}"#, within: 5)
           _ = waitUntil(seconds: 2) { capture.connections(of: "lmclient:out_1") == ["lmcap:in_2"] }
-          usleep(1_300_000)
+          rig.waitForAudio()
         }
         return Take(connections, spoilt: spoilt)
       }
@@ -115,13 +115,13 @@ extension EndToEnd {
         "the client is deactivated once the fade has run")
       #expect(ControlDoorTests.ask(socket, #"{"cmd":"unmute"}"#, within: 5).0?["ok"] as? Bool == true)
       #expect(waitUntil(seconds: 2) { capture.connections(of: "lmclient:out_1") == ["lmcap:in_2"] })
-      usleep(1_300_000)
+      rig.waitForAudio()
       // Suspend and unmute at once: whichever way the fade ended, the rig ends as it began.
       _ = ControlDoorTests.ask(socket, #"{"cmd":"mute","mode":"suspend"}"#)
       #expect(ControlDoorTests.ask(socket, #"{"cmd":"unmute"}"#, within: 5).0?["ok"] as? Bool == true)
       let status = ControlDoorTests.ask(socket, #"{"cmd":"status"}"#).0 ?? [:]
       #expect(status["state"] as? String == "running", "\(status)")
-      usleep(1_300_000)
+      rig.waitForAudio()
       #expect(capture.connections(of: "lmclient:out_1") == ["lmcap:in_2"])
       let start = capture.frameCount
       try capture.record(frames: 4800)

@@ -113,7 +113,7 @@ extension EndToEnd {
           return Take(20 * log10(rms(take.value[0][...]) / input), spoilt: take.spoilt)
         }
       }
-      usleep(1_300_000)
+      rig.waitForAudio()
       #expect(abs(try level(near: 0)) < 0.05)
       let replies = OSC.send(
         [OSC.message("/livemic/set", ["input.gain_db", Float(-6)])], port: port, wait: 2)

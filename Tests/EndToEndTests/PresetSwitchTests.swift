@@ -25,7 +25,7 @@ extension EndToEnd {
         ["-p", file.path], signal: .sine(frequencyHz: 220, amplitude: 0.25), guarded: true)
       defer { rig.stop() }
       let (capture, livemic) = (rig.client("lmcap"), rig.livemic)
-      usleep(1_300_000)  // past the start ramp
+      rig.waitForAudio()  // past the start ramp
       // A switch whose window the server spoilt is made again, back and forth (`retaking`).
       // Judged by the data as well as by xruns: a lost cycle shows as a gap in the capture's
       // frame times, a step in the generator's own sine (which passes the server only), or a
@@ -86,7 +86,7 @@ extension EndToEnd {
         ["-p", file.path, "--watch"], signal: .sine(frequencyHz: 220, amplitude: 0.25))
       defer { rig.stop() }
       let (capture, livemic) = (rig.client("lmcap"), rig.livemic)
-      usleep(1_300_000)
+      rig.waitForAudio()
       try "{ broken".write(to: file, atomically: true, encoding: .utf8)
       #expect(livemic.waitForLog("preset not reloaded (the file changed)"), "\(livemic.log)")
       #expect(livemic.log.contains("the running chain is kept"))

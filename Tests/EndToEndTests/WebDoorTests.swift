@@ -195,7 +195,7 @@ extension EndToEnd {
       let (rig, port, token) = try Self.rig()
       defer { rig.stop() }
       let (folder, capture) = (rig.folder, rig.client("lmcap"))
-      usleep(1_300_000)  // the start ramp
+      rig.waitForAudio()  // the start ramp
       let before = try Self.outputLevel(capture)
       let client = WebClient(port: port)
       let auth = ["Authorization": "Bearer \(token)", "Content-Type": "application/json"]

@@ -72,7 +72,7 @@ extension EndToEnd {
       try Self.waitReady(browser, page)
       let url = try browser.js(page, "return location.href") as? String ?? ""
       #expect(!url.contains("token"), "the token stays in the address bar: \(url)")
-      usleep(1_300_000)  // the start ramp
+      rig.waitForAudio()  // the start ramp
       try browser.wait(page, "return Number(document.getElementById('meters').dataset.outputPeak) > -20")
       try Self.watchBanner(browser, page)
       let start = capture.frameCount
@@ -139,7 +139,7 @@ extension EndToEnd {
       let second = try browser.open(Self.address(port, token))
       try Self.waitReady(browser, first)
       try Self.waitReady(browser, second)
-      usleep(1_300_000)
+      rig.waitForAudio()
       let before = try WebDoorTests.outputLevel(capture)
       // Move the output volume on the first page as a finger does: the range input's value, then its input event.
       _ = try browser.js(

@@ -112,6 +112,34 @@ final class LiveRig {
     return try? JSONSerialization.jsonObject(with: Data(answer.stdout.utf8)) as? [String: Any]
   }
 
+  /// Returns once LiveMic has processed `seconds` of audio from now, by the cycles its `status`
+  /// counts: a ramp it began (the start-quiet ramp, an unmute's) is over
+  /// however slowly the machine runs the server, where a wall-clock sleep could end first.
+  /// Records an issue if that takes longer than `timeoutSeconds`.
+  func waitForAudio(
+    seconds: Double = 1.3, timeoutSeconds: Double = 30, sourceLocation: SourceLocation = #_sourceLocation
+  ) {
+    func processed() -> (cycles: Int, frames: Int, rate: Int)? {
+      guard let status = status(), let cycles = status["cycles"] as? Int,
+        let frames = status["buffer_frames"] as? Int, let rate = status["sample_rate"] as? Int
+      else { return nil }
+      return (cycles, frames, rate)
+    }
+    guard let start = processed() else {
+      Issue.record("LiveMic did not answer status: \(livemic.log)", sourceLocation: sourceLocation)
+      return
+    }
+    let needed = Int((seconds * Double(start.rate) / Double(start.frames)).rounded(.up))
+    let done = waitUntil(seconds: timeoutSeconds) {
+      (processed()?.cycles ?? start.cycles) - start.cycles >= needed
+    }
+    if !done {
+      Issue.record(
+        "LiveMic processed fewer than \(needed) cycles in \(timeoutSeconds) s", sourceLocation: sourceLocation
+      )
+    }
+  }
+
   /// A witness of the capture client `capture` for takes (`retaking`): its generators' channels,
   /// and this rig's LiveMic's missed cycles.
   func witness(_ capture: TestClient, generators: [(channel: Int, signal: TestSignal)]) -> Witness {

@@ -280,32 +280,38 @@ struct MissedCycles {
 /// measured the machine rather than LiveMic (the CI machine's host preempts its two vCPUs for
 /// tens of milliseconds at a time; docs/testing.md, "Takes and retakes").
 final class StallProbe: @unchecked Sendable {
-  private let stalls = Mutex<[(at: Date, seconds: Double)]>([])
-  private let running = Atomic<Bool>(true)
+  /// What the probe's thread shares with it: the thread holds this, not the probe, so the
+  /// probe's deinit (which stops the thread) runs once the test lets it go.
+  private final class Shared: @unchecked Sendable {
+    let stalls = Mutex<[(at: Date, seconds: Double)]>([])
+    let running = Atomic<Bool>(true)
+  }
+  private let shared = Shared()
   let thresholdSeconds: Double
 
   init(thresholdSeconds: Double = 0.03) {
     self.thresholdSeconds = thresholdSeconds
-    let thread = Thread { [self] in
-      while running.load(ordering: .relaxed) {
+    let (shared, threshold) = (shared, thresholdSeconds)
+    let thread = Thread {
+      while shared.running.load(ordering: .relaxed) {
         let before = Date()
         usleep(2000)
         let late = Date().timeIntervalSince(before) - 0.002
-        if late >= thresholdSeconds { stalls.withLock { $0.append((before, late)) } }
+        if late >= threshold { shared.stalls.withLock { $0.append((before, late)) } }
       }
     }
     thread.qualityOfService = .userInteractive
     thread.start()
   }
 
-  deinit { running.store(false, ordering: .relaxed) }
+  deinit { shared.running.store(false, ordering: .relaxed) }
 
   /// Stops the probe's thread.
-  func stop() { running.store(false, ordering: .relaxed) }
+  func stop() { shared.running.store(false, ordering: .relaxed) }
 
   /// Why a stretch from `start` until now was spoilt, or nil: the stalls noted in it.
   func evidence(since start: Date) -> String? {
-    let seen = stalls.withLock { $0.filter { $0.at >= start } }
+    let seen = shared.stalls.withLock { $0.filter { $0.at >= start } }
     guard let worst = seen.map(\.seconds).max() else { return nil }
     return "the test process was held off the CPU \(seen.count) times for \(Int(thresholdSeconds * 1000)) ms "
       + "or more (worst \(Int(worst * 1000)) ms)"
