@@ -215,14 +215,17 @@ struct FeedbackRoomTests {
     let without = try #require(
       Self.maximumStableGain(
         source, speechFrames: speechFrames, room: room, stages: off, open: open, from: start, label: "off"))
+    // The first two run by default; the others when LIVEMIC_ROOM_VARIANTS names them.
     let variants: [(String, [String: Float], [String: Float]?)] = [
       ("notches", [:], nil), ("notches+shift5", ["shift_hz": 5], nil), ("aec+notches", [:], [:]),
-      ("aec+notches+shift5", ["shift_hz": 5], [:]),
-    ].filter { variant in
+      ("aec+notches+shift5", ["shift_hz": 5], [:]), ("notches12", ["max_notches": 12], nil),
+      ("notches12+deep", ["max_notches": 12, "depth_db": 40], nil),
+      ("notches12+sensitive", ["max_notches": 12, "sensitivity": 0.9], nil),
+    ].enumerated().filter { index, variant in
       ProcessInfo.processInfo.environment["LIVEMIC_ROOM_VARIANTS"].map {
         $0.split(separator: ",").contains(Substring(variant.0))
-      } ?? true
-    }
+      } ?? (index < 2)
+    }.map(\.element)
     for (label, values, canceller) in variants {
       let stages = try Self.voiceStages(feedback: values, canceller: canceller)
       let openWith = Self.run(
