@@ -221,6 +221,7 @@ struct FeedbackRoomTests {
       ("aec+notches+shift5", ["shift_hz": 5], [:]), ("notches12", ["max_notches": 12], nil),
       ("notches12+deep", ["max_notches": 12, "depth_db": 40], nil),
       ("notches12+sensitive", ["max_notches": 12, "sensitivity": 0.9], nil),
+      ("sensitive", ["sensitivity": 0.9], nil),
     ].enumerated().filter { index, variant in
       ProcessInfo.processInfo.environment["LIVEMIC_ROOM_VARIANTS"].map {
         $0.split(separator: ",").contains(Substring(variant.0))

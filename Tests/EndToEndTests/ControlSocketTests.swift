@@ -68,13 +68,10 @@ extension EndToEnd {
     /// server keeps answering, and audio goes on.
     @Test("10,000 random and malformed messages: errors only, and a valid request still works")
     func fuzzedMessages() throws {
-      let folder = Paths.temporaryFolder("ctlfuzz")
-      defer { try? FileManager.default.removeItem(at: folder) }
-      let env = ["XDG_RUNTIME_DIR": folder.path]
-      let server = try JackServer()
-      let livemic = try LiveMicProcess(["-s", server.name, "-n", "lmfuzz", "--no-connect"], environment: env)
-      #expect(livemic.waitForLog("latency capture-to-playback"), "\(livemic.log)")
-      let path = folder.appendingPathComponent("livemic/lmfuzz.sock").path
+      let rig = try LiveRig(period: 64) { _ in ["--no-connect"] }
+      defer { rig.stop() }
+      let (folder, env, livemic) = (rig.folder, rig.environment, rig.livemic)
+      let path = folder.appendingPathComponent("livemic/\(LiveRig.clientName).sock").path
       var generator = SystemRandomNumberGenerator()
       let samples = [
         "{", "[]", "null", "{\"cmd\":1}", "{\"cmd\":\"set\"}",
@@ -132,11 +129,11 @@ extension EndToEnd {
       #expect(valid.contains("\"ok\":true") && valid.contains("0.3"), "\(valid)")
       // A client timeout of 1e10 s: converting it to poll's milliseconds trapped (the client
       // crashed with status 132).
-      let patient = try runLiveMic(["ctl", "-n", "lmfuzz", "--timeout", "1e10", "status"], environment: env)
-      #expect(patient.status == 0 && patient.stdout.contains("lmfuzz"), "\(patient.stderr)")
+      let patient = try runLiveMic(
+        ["ctl", "-n", LiveRig.clientName, "--timeout", "1e10", "status"], environment: env)
+      #expect(patient.status == 0 && patient.stdout.contains(LiveRig.clientName), "\(patient.stderr)")
       #expect(livemic.process.isRunning)
-      #expect(livemic.interrupt() == 0)
-      server.stop()
+      rig.stop()
     }
   }
 }
@@ -146,17 +143,17 @@ extension EndToEnd.ControlSocketTests {
   /// state; the saved preset loads again (live and offline).
   @Test("preset save writes the running values and plugin state, and the result loads")
   func presetSave() throws {
-    let folder = Paths.temporaryFolder("ctlsave")
-    defer { try? FileManager.default.removeItem(at: folder) }
-    let env = ["XDG_RUNTIME_DIR": folder.path]
-    let server = try JackServer()
-    let livemic = try LiveMicProcess(
+    let rig = try LiveRig(period: 64) { _ in
       [
-        "-s", server.name, "-n", "lmsave", "--no-connect", "-p", "karaoke", "--plugin", Installed.zeroconvolv,
-        "--plugin", Installed.amp, "-c", "eg-amp.gain=-4",
-      ], environment: env)
-    #expect(livemic.waitForLog("latency capture-to-playback"), "\(livemic.log)")
-    let ctl = { (words: [String]) in try runLiveMic(["ctl", "-n", "lmsave"] + words, environment: env) }
+        "--no-connect", "-p", "karaoke", "--plugin", Installed.zeroconvolv, "--plugin", Installed.amp, "-c",
+        "eg-amp.gain=-4",
+      ]
+    }
+    defer { rig.stop() }
+    let (folder, env, livemic) = (rig.folder, rig.environment, rig.livemic)
+    let ctl = { (words: [String]) in
+      try runLiveMic(["ctl", "-n", LiveRig.clientName] + words, environment: env)
+    }
     #expect(try ctl(["set", "echo.mix", "0.5"]).status == 0)
     let file = folder.appendingPathComponent("saved.json").path
     let saved = try ctl(["preset", "save", file])
@@ -185,7 +182,6 @@ extension EndToEnd.ControlSocketTests {
       refused["error"] as? String == "cannot create the folder '\(file)/inside'"
         && refused["code"] as? String == "preset.unwritable", "\(refused)")
     #expect(jsonObject(try ctl(["--json", "status"]).stdout)["preset"] as? String == "saved")
-    #expect(livemic.interrupt() == 0)
-    server.stop()
+    rig.stop()
   }
 }
