@@ -85,7 +85,7 @@ extension EndToEnd {
     /// fallback once before LiveMic: RMS 0.018). Now the ramp is cut and the fallback waits
     /// until a silent cycle has run.
     @Test(
-      "a fallback stays silent when the audio thread was stalled as the route was lost",
+      "a fallback stays silent when the audio thread was stalled as the route was lost; the doors answer meanwhile",
       .notOnPipeWire(TestBackend.heldClientStallsOnJackdOnly))
     func fallbackSilentAfterStall() throws {
       let folder = Paths.temporaryFolder("route-stall")
@@ -101,7 +101,8 @@ extension EndToEnd {
         [
           "-s", server.name, "-n", "lmroute", "-p", "flat", "--connect-in", "lmgen:out",
           "--route-out", "lmspkA:in_", "--route-out", "lmspkB:in_",
-        ], guardOutput: folder.appendingPathComponent("rtguard.txt"))
+        ], guardOutput: folder.appendingPathComponent("rtguard.txt"),
+        environment: ["XDG_RUNTIME_DIR": folder.path])
       #expect(livemic.waitForLog("route: requested 'lmspkA:in_' then 'lmspkB:in_'"), "\(livemic.log)")
       #expect(generator.connections(of: "lmroute:out_1") == ["lmspkA:in_1"])
       // Full level on A (the start's fade-in is over).
@@ -112,8 +113,18 @@ extension EndToEnd {
 
       generator.hold.store(true, ordering: .releasing)
       #expect(waitUntil(seconds: 2) { generator.held.load(ordering: .acquiring) })
+      let socket = try SocketLines(folder.appendingPathComponent("livemic/lmroute.sock").path)
       speakerA!.close()
       speakerA = nil
+      // The ramp cannot run while the cycle is held: the supervisor must not wait for it (it
+      // held every door, and a server loss, for 300 ms). Asked as the mute is logged, status
+      // answers at once.
+      #expect(livemic.waitForLog("output muted (route lost)"), "\(livemic.log)")
+      let (status, seconds) = ControlDoorTests.ask(socket, #"{"cmd":"status"}"#)
+      print("[measured] route loss with the cycle held: status answered in \(Int(seconds * 1000)) ms")
+      #expect(status?["state"] as? String == "muted", "\(status ?? [:])")
+      #expect(seconds < 0.15, "status waited \(seconds) s for the route loss's fade")
+      #expect(!livemic.log.contains("cut to silence"), "the cut came before the ask: \(livemic.log)")
       #expect(livemic.waitForLog("cut to silence"), "\(livemic.log)")
       let stillHeld = generator.held.load(ordering: .acquiring)
       #expect(stillHeld, "the stall ended before LiveMic gave up waiting for the ramp")

@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import LiveMicEngine
 import LiveMicPresets
@@ -51,19 +52,27 @@ extension LiveSession {
         stream.emit("muted", ["reason": .string(change.reason), "code": .string(change.code.rawValue)])
       }
     }
-    // A stalled audio thread cannot ramp, and the next cycle it runs must not finish the fade
-    // on the fallback's ears: the ramp is cut, and the fallback waits for a silent cycle (the
-    // route is looked at again every 50 ms; the supervisor is not held meanwhile).
-    let cut = controller.loss?.cut ?? false
-    if !waitUntilSilent(state, milliseconds: cut ? 20 : 300) {
-      if !cut {
+    // The supervisor never waits for the ramp (every door, and a server loss, would wait
+    // with it): the route is looked at again every 5 ms until the ramp is silent. A stalled
+    // audio thread cannot ramp, and the next cycle it runs must not finish the fade on the
+    // fallback's ears: after 300 ms the ramp is cut, and the fallback waits for a silent cycle
+    // (looked at every 50 ms).
+    if !state.ramp.isSilent {
+      let now = DispatchTime.now()
+      if controller.loss?.cut == false {
+        let deadline = controller.loss?.fadeDeadline ?? now + .milliseconds(300)
+        controller.loss?.fadeDeadline = deadline
+        if now < deadline {
+          routing.graphSettled = min(deadline, now + .milliseconds(5))
+          return
+        }
         controller.loss?.cut = true
         state.ramp.cut()
         Log.error(
           "the output did not ramp to silence in 300 ms (the audio thread is stalled): "
             + "cut to silence; the fallback is connected once a silent cycle has run")
       }
-      routing.graphSettled = .now() + .milliseconds(50)
+      routing.graphSettled = now + .milliseconds(50)
       return
     }
     controller.commit(change, client: client, book: book)

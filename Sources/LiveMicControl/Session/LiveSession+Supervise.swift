@@ -139,7 +139,9 @@ extension LiveSession {
     let (client, state, events) = (connection.client, connection.state, connection.client.events)
     // A server that went away freewheeling leaves the writers at their real-time pace.
     defer { if connection.watch.freewheel.on { recorder.paceWriters(freewheeling: false) } }
-    routing.graphSettled = nil
+    // What the old client's graph left to settle is stale, except a route loss whose ramp is
+    // still fading (the reconnection's own route step): looked at again at once.
+    routing.graphSettled = route?.loss != nil ? .now() : nil
     while true {
       _ = events.wake.wait(timeout: nextWake(connection.watch))
       // First of all: a freewheel start speeds the writers up at once.

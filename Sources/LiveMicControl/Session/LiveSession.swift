@@ -251,6 +251,9 @@ public final class LiveSession: @unchecked Sendable {
         Log.error("the JACK server '\(serverLabel)' went away; reconnecting when it is back")
         stream.emit("server-lost", ["server": .string(serverLabel)])
         transition(.serverLost, reason: "the server went away")
+        // A route loss's fade belonged to the old client's ramp: the new one times its own.
+        route?.loss?.fadeDeadline = nil
+        route?.loss?.cut = false
         JackMessages.setQuiet(true)  // closing the dead client and polling print noise
         guard let next = reconnect(closing: client) else {
           transition(.stop, reason: "signal")

@@ -1,4 +1,5 @@
 import DSP
+import Dispatch
 import LiveMicEngine
 
 /// What to do when the output's current target is lost (its port vanished).
@@ -40,6 +41,8 @@ final class RouteController {
   /// ends it (`LiveSession.endRouteLoss`).
   struct Loss {
     let silentBefore: Bool
+    /// When the ramp must be silent by (set at the first look): after it, the ramp is cut.
+    var fadeDeadline: DispatchTime?
     var cut = false
   }
   var loss: Loss?
