@@ -110,28 +110,39 @@ public enum Renderer {
       try MusicFile(path: path, sampleRate: Int(inInfo.samplerate), block: block)
     }
     let channels = Int(inInfo.channels)
-    var interleaved = [Float](repeating: 0, count: block * max(channels, 2))
+    // The files are read and written a chunk of blocks at a time (one system call per 8192
+    // frames or so, not per block: 11,000 reads and as many writes for 60 s at 256 frames);
+    // the chain still runs block by block, on the same block boundaries.
+    let blocksPerChunk = max(1, 8192 / block)
+    let chunk = block * blocksPerChunk
+    var interleaved = [Float](repeating: 0, count: chunk * max(channels, 2))
     var left = [Float](repeating: 0, count: block)
     var right = [Float](repeating: 0, count: block)
-    var stereo = [Float](repeating: 0, count: block * 2)
+    var stereo = [Float](repeating: 0, count: chunk * 2)
     let total = Int(inInfo.frames)
     var done = 0
     var lastPercent = -1
     while true {
-      let got = Int(sf_readf_float(input, &interleaved, sf_count_t(block)))
-      if got <= 0 { break }
-      for f in 0..<got {
-        left[f] = interleaved[f * channels]
-        right[f] = channels > 1 ? interleaved[f * channels + 1] : left[f]
+      let read = Int(sf_readf_float(input, &interleaved, sf_count_t(chunk)))
+      if read <= 0 { break }
+      var start = 0
+      while start < read {
+        let got = min(block, read - start)
+        for f in 0..<got {
+          let i = (start + f) * channels
+          left[f] = interleaved[i]
+          right[f] = channels > 1 ? interleaved[i + 1] : left[f]
+        }
+        chain.process(left: &left, right: &right, blockFrames: got, frames: got)
+        music?.mix(into: &left, &right, frames: got, chain: chain)
+        for f in 0..<got {
+          stereo[2 * (start + f)] = left[f]
+          stereo[2 * (start + f) + 1] = right[f]
+        }
+        start += got
       }
-      chain.process(left: &left, right: &right, blockFrames: got, frames: got)
-      music?.mix(into: &left, &right, frames: got, chain: chain)
-      for f in 0..<got {
-        stereo[2 * f] = left[f]
-        stereo[2 * f + 1] = right[f]
-      }
-      sf_writef_float(output, stereo, sf_count_t(got))
-      done += got
+      sf_writef_float(output, stereo, sf_count_t(read))
+      done += read
       if options.showProgress && total > 0 {
         let percent = done * 100 / total
         if percent != lastPercent {
