@@ -55,12 +55,12 @@ extension LiveSession {
     // The supervisor never waits for the ramp (every door, and a server loss, would wait
     // with it): the route is looked at again every 5 ms until the ramp is silent. A stalled
     // audio thread cannot ramp, and the next cycle it runs must not finish the fade on the
-    // fallback's ears: after 300 ms the ramp is cut, and the fallback waits for a silent cycle
+    // fallback's ears: after `fadeLimitMilliseconds` the ramp is cut, and the fallback waits for a silent cycle
     // (looked at every 50 ms).
     if !state.ramp.isSilent {
       let now = DispatchTime.now()
       if controller.loss?.cut == false {
-        let deadline = controller.loss?.fadeDeadline ?? now + .milliseconds(300)
+        let deadline = controller.loss?.fadeDeadline ?? now + .milliseconds(Self.fadeLimitMilliseconds)
         controller.loss?.fadeDeadline = deadline
         if now < deadline {
           routing.graphSettled = min(deadline, now + .milliseconds(5))
@@ -69,7 +69,7 @@ extension LiveSession {
         controller.loss?.cut = true
         state.ramp.cut()
         Log.error(
-          "the output did not ramp to silence in 300 ms (the audio thread is stalled): "
+          "the output did not ramp to silence in \(Self.fadeLimitMilliseconds) ms (the audio thread is stalled): "
             + "cut to silence; the fallback is connected once a silent cycle has run")
       }
       routing.graphSettled = now + .milliseconds(50)

@@ -55,7 +55,7 @@ extension LiveSession {
       // The fade runs on: the supervisor's loop deactivates once it is silent (`finishSuspend`),
       // so the door asking (and every other) is answered at once.
       state.ramp.fadeOut()
-      suspendFadeDeadline = .now() + .milliseconds(300)
+      suspendFadeDeadline = .now() + .milliseconds(Self.fadeLimitMilliseconds)
       finishSuspend(client, state)
       return
     }
@@ -81,7 +81,7 @@ extension LiveSession {
     }
   }
 
-  /// Ends a `suspend` mute's fade once the output is silent (or 300 ms have passed): the
+  /// Ends a `suspend` mute's fade once the output is silent (or `fadeLimitMilliseconds` have passed): the
   /// connections are remembered and the client deactivated. Called when the suspend begins and
   /// at every wake of the supervisor's loop (every 5 ms while the fade runs).
   func finishSuspend(_ client: JackClient, _ state: ProcessState) {

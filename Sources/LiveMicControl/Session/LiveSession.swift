@@ -362,10 +362,16 @@ public final class LiveSession: @unchecked Sendable {
       chain: chain, muted: audio.outputSilent, inputMuted: audio.inputMuted, taps: recorder.taps)
   }
 
+  /// How long a fade-out to silence is given (the ramp's 50 ms, and a loaded machine's late
+  /// cycles) before the audio thread counts as stalled: a stop, a `suspend` mute and a lost
+  /// route's mute all wait this long at most.
+  static let fadeLimitMilliseconds = 300
+
   /// Waits (up to `milliseconds`) until the output ramp is silent, or until `giveUp` says the
-  /// wait is pointless (the server went away: no cycle will ramp).
+  /// wait is pointless (the server went away: no cycle will ramp). Only a stop waits so: the
+  /// loop's other fades are looked at on its wakes.
   func waitUntilSilent(
-    _ state: ProcessState, milliseconds: Int = 300, giveUp: () -> Bool = { false }
+    _ state: ProcessState, milliseconds: Int = fadeLimitMilliseconds, giveUp: () -> Bool = { false }
   ) -> Bool {
     let deadline = DispatchTime.now() + .milliseconds(milliseconds)
     while !state.ramp.isSilent && DispatchTime.now() < deadline && !giveUp() { usleep(2000) }
