@@ -7,50 +7,45 @@ extension EndToEnd {
   struct ConnectionTests {
     @Test("--no-connect registers the ports and connects nothing")
     func noConnect() throws {
-      let server = try JackServer()
-      let probe = try TestClient(name: "lmprobe", server: server.name, signal: nil, captureChannels: 0)
-      let livemic = try LiveMicProcess(["-s", server.name, "-n", "lmnc", "-i", "2", "--no-connect"])
-      #expect(livemic.waitForLog("latency capture-to-playback"), "\(livemic.log)")
-      for port in ["lmnc:in_1", "lmnc:in_2", "lmnc:out_1", "lmnc:out_2"] {
+      let rig = try LiveRig(period: 64, clients: [.init(name: "lmprobe")]) { _ in ["-i", "2", "--no-connect"]
+      }
+      defer { rig.stop() }
+      let probe = rig.client("lmprobe")
+      for port in ["lmclient:in_1", "lmclient:in_2", "lmclient:out_1", "lmclient:out_2"] {
         #expect(probe.portExists(port), "\(port) missing")
         #expect(probe.connections(of: port).isEmpty, "\(port) is connected")
       }
       // PipeWire delivers port metadata to other clients asynchronously: allow it a moment.
-      for (port, name) in [("lmnc:in_2", "LiveMic input 2"), ("lmnc:out_1", "LiveMic output 1 (left)")] {
-        let seen = probe.prettyNameOnServer(of: port, expected: name, server: server.name)
+      for (port, name) in [
+        ("lmclient:in_2", "LiveMic input 2"), ("lmclient:out_1", "LiveMic output 1 (left)"),
+      ] {
+        let seen = probe.prettyNameOnServer(of: port, expected: name, server: rig.server.name)
         #expect(seen == name, "\(port) is named \(seen ?? "nothing")")
       }
-      #expect(livemic.interrupt() == 0)
-      probe.close()
-      server.stop()
     }
 
     @Test("by default the first physical ports are connected")
     func defaultConnections() throws {
-      let server = try JackServer()
-      let probe = try TestClient(name: "lmprobe", server: server.name, signal: nil, captureChannels: 0)
-      let livemic = try LiveMicProcess(["-s", server.name, "-n", "lmdef"])
-      #expect(livemic.waitForLog("latency capture-to-playback"), "\(livemic.log)")
-      #expect(probe.connections(of: "lmdef:in_1") == ["system:capture_1"])
-      #expect(probe.connections(of: "lmdef:out_1") == ["system:playback_1"])
-      #expect(probe.connections(of: "lmdef:out_2") == ["system:playback_2"])
+      let rig = try LiveRig(period: 64, clients: [.init(name: "lmprobe")])
+      defer { rig.stop() }
+      let (probe, livemic) = (rig.client("lmprobe"), rig.livemic)
+      #expect(probe.connections(of: "lmclient:in_1") == ["system:capture_1"])
+      #expect(probe.connections(of: "lmclient:out_1") == ["system:playback_1"])
+      #expect(probe.connections(of: "lmclient:out_2") == ["system:playback_2"])
       #expect(livemic.log.contains("48000 Hz, 64 frames per period"))
-      #expect(livemic.interrupt() == 0)
+      rig.stop()
       #expect(livemic.log.contains("stopped after"))
-      probe.close()
-      server.stop()
     }
 
     @Test("a port that does not exist yet is reported in one line and audio goes on")
     func missingPortIsReported() throws {
-      let server = try JackServer()
-      let livemic = try LiveMicProcess(["-s", server.name, "-n", "lmmiss", "--connect-out", "nobody:here"])
-      #expect(livemic.waitForLog("latency capture-to-playback"), "\(livemic.log)")
+      let rig = try LiveRig(period: 64) { _ in ["--connect-out", "nobody:here"] }
+      defer { rig.stop() }
+      let livemic = rig.livemic
       #expect(
-        livemic.log.contains("'nobody:here' does not exist yet: LiveMic connects to it when it appears"))
+        livemic.log.contains("'nobody:here' does not exist yet: LiveMic connects to it when it appears"),
+        "\(livemic.log)")
       #expect(livemic.process.isRunning)
-      #expect(livemic.interrupt() == 0)
-      server.stop()
     }
 
     /// A client that drops a port and registers it again at once (a restarted plugin host, a
@@ -63,6 +58,8 @@ extension EndToEnd {
       "a port that vanishes and comes back, at once or after dropping its connection, is connected again; a user's disconnect is kept"
     )
     func portRecreatedIsReconnected() throws {
+      // Not on LiveRig: its raw libjack client (a port it unregisters and registers again) must be
+      // on the server before LiveMic starts, which a rig's TestClients cannot stand in for.
       let server = try JackServer()
       var status = jack_status_t(rawValue: 0)
       let flaky = try #require(livemic_client_open("lmflaky", JackNoStartServer, server.name, &status))

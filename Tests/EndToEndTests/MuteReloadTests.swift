@@ -10,11 +10,21 @@ extension EndToEnd {
     /// measurement waits out the 1 s unmute ramp.
     @Test("200 reloads interleaved with ramp, input and suspend mutes, sets and unmutes")
     func reloadsDuringMutes() throws {
-      let folder = Paths.temporaryFolder("mutereload")
-      defer { try? FileManager.default.removeItem(at: folder) }
-      let env = ["XDG_RUNTIME_DIR": folder.path]
-      let counters = folder.appendingPathComponent("rtguard.txt")
-      // A second preset 6 dB quieter than flat, so the measurement tells them apart.
+      let signal = TestSignal.sine(frequencyHz: 500, amplitude: 0.2)
+      // The rig's, with a capture that holds the whole test (120 s).
+      let clients: [LiveRig.Client] = [
+        .init(name: "lmgen", signal: signal), .init(name: "lmcap", captureChannels: 3, seconds: 120),
+      ]
+      var directPath: Error?
+      let rig = try LiveRig(clients: clients, guarded: true) { c in
+        do { try c[1].connect(c[0].portName("out"), c[1].portName("in_1")) } catch { directPath = error }
+        return ["--connect-in", "lmgen:out", "--connect-out", "lmcap:in_2,lmcap:in_3", "-p", "flat"]
+      }
+      defer { rig.stop() }
+      if let directPath { throw directPath }
+      let (folder, capture) = (rig.folder, rig.client("lmcap"))
+      // A second preset 6 dB quieter than flat, so the measurement tells them apart (loaded by
+      // name once LiveMic runs).
       let quiet = folder.appendingPathComponent("quiet.json")
       try Data(
         """
@@ -25,28 +35,13 @@ extension EndToEnd {
       let presets: [(request: String, name: String, db: Double)] = [
         ("flat", "flat", 0), (quiet.path, "quiet", -6),
       ]
-      let signal = TestSignal.sine(frequencyHz: 500, amplitude: 0.2)
-      // The rig's, with a capture that holds the whole test (120 s).
-      let server = try JackServer(period: JackServer.takePeriod)
-      let generator = try TestClient(name: "lmgen", server: server.name, signal: signal, captureChannels: 0)
-      let capture = try TestClient(
-        name: "lmcap", server: server.name, signal: nil, captureChannels: 3, seconds: 120)
-      try capture.connect(generator.portName("out"), capture.portName("in_1"))
-      let livemic = try LiveMicProcess(
-        [
-          "-s", server.name, "-n", "lmclient", "--connect-in", "lmgen:out", "--connect-out",
-          "lmcap:in_2,lmcap:in_3", "-p", "flat",
-        ], guardOutput: counters, environment: env)
-      guard livemic.waitForLog("latency capture-to-playback") else {
-        throw HarnessError("livemic did not start: \(livemic.log)")
-      }
       let socket = try SocketLines(folder.appendingPathComponent("livemic/lmclient.sock").path)
       func ask(_ request: [String: Any]) -> [String: Any] {
         let data = (try? JSONSerialization.data(withJSONObject: request, options: [.sortedKeys])) ?? Data()
         socket.send(String(decoding: data, as: UTF8.self))
         return socket.lines(for: 2, count: 1).first.map(jsonObject) ?? [:]
       }
-      let witness = Witness.rig(capture, signal: signal, client: "lmclient", environment: env)
+      let witness = rig.witness(capture, generators: [(0, signal)])
       let input = 0.2 / 2.squareRoot()
       var seed: UInt64 = 14
       func random(_ n: Int) -> Int {
@@ -87,11 +82,8 @@ extension EndToEnd {
         )
       }
       #expect(reloads == 200)
-      #expect(livemic.interrupt() == 0)
-      RealtimeGuard.expectNothingCounted(counters)
-      generator.close()
-      capture.close()
-      server.stop()
+      rig.stop()
+      rig.expectNothingCounted()
     }
   }
 }

@@ -17,42 +17,39 @@ extension EndToEnd {
     /// growing, and the real-time guard counts nothing.
     @Test("kill -9 and restart the server 10 times: LiveMic reconnects and the signal flows again")
     func reconnectsAfterKill() throws {
-      let folder = Paths.temporaryFolder("reconnect")
-      defer { try? FileManager.default.removeItem(at: folder) }
-      let counters = folder.appendingPathComponent("rtguard.txt")
-      let server = try JackServer(period: JackServer.takePeriod)
-      let livemic = try LiveMicProcess(
+      // No clients of the rig's: each round makes its own on the (restarted) server, the first
+      // once LiveMic runs.
+      let rig = try LiveRig(guarded: true) { _ in
         [
-          "-s", server.name, "-n", "lmre", "-p", "flat", "--connect-in", "lmgen:out",
-          "--connect-out", "lmcap:in_2,lmcap:in_3",
+          "-p", "flat", "--connect-in", "lmgen:out", "--connect-out", "lmcap:in_2,lmcap:in_3",
           // The capture closes before each restart: a lost route, which would keep the output
           // muted (the default); this test is about restarts, so it plays on.
           "--on-route-loss", "continue",
-        ],
-        guardOutput: counters)
+        ]
+      }
+      defer { rig.stop() }
+      let (server, livemic) = (rig.server, rig.livemic)
       var rss: [Int] = []
       for round in 0...10 {
         let generator = try TestClient(
           name: "lmgen", server: server.name, signal: .frameCode, captureChannels: 0)
         let capture = try TestClient(name: "lmcap", server: server.name, signal: nil, captureChannels: 3)
         try capture.connect(generator.portName("out"), capture.portName("in_1"))
-        if round == 0 {
-          #expect(livemic.waitForLog("latency capture-to-playback"), "\(livemic.log)")
-        } else {
+        if round > 0 {
           #expect(livemic.waitForLog("reconnected to '\(server.name)'"), "round \(round): \(livemic.log)")
         }
         // LiveMic's connections come back (the clients' ports appear after it reconnected).
         #expect(
-          waitUntil(seconds: 5) { capture.connections(of: "lmre:in_1") == ["lmgen:out"] },
+          waitUntil(seconds: 5) { capture.connections(of: "lmclient:in_1") == ["lmgen:out"] },
           "round \(round): \(livemic.log)")
         #expect(
-          waitUntil(seconds: 5) { capture.connections(of: "lmre:out_2") == ["lmcap:in_3"] },
+          waitUntil(seconds: 5) { capture.connections(of: "lmclient:out_2") == ["lmcap:in_3"] },
           "round \(round): \(livemic.log)")
         // After the start-quiet ramp the known signal is back, bit for bit, in the same cycle.
-        usleep(1_200_000)
+        rig.waitForAudio()
         // A take the server spoilt (a gap, an xrun, the generator's own signal off, a cycle
         // LiveMic missed) is taken again; LiveMic's output is judged on clean takes only.
-        let witness = Witness.rig(capture, signal: .frameCode, client: "lmre")
+        let witness = rig.witness(capture, generators: [(0, .frameCode)])
         let take = try retaking("round \(round): the signal after reconnecting") {
           try witness.take(frames: 4800, channels: [0, 1])
         }
@@ -76,9 +73,8 @@ extension EndToEnd {
       }
       let growth = (rss.last ?? 0) - (rss.dropFirst(2).first ?? 0)
       #expect(growth < 4096, "RSS grew by \(growth) kB from round 2 to round 10: \(rss)")
-      #expect(livemic.interrupt() == 0)
-      RealtimeGuard.expectNothingCounted(counters)
-      server.stop()
+      rig.stop()
+      rig.expectNothingCounted()
     }
 
     /// The output's target quits while LiveMic's audio thread is stalled (its generator holds
@@ -91,21 +87,20 @@ extension EndToEnd {
       "a route lost while the audio is stalled, then a server restart: 'continue' plays again",
       .notOnPipeWire(TestBackend.heldClientStallsOnJackdOnly))
     func stalledRouteLossThenRestart() throws {
-      let folder = Paths.temporaryFolder("reconnect-stall")
-      defer { try? FileManager.default.removeItem(at: folder) }
-      let counters = folder.appendingPathComponent("rtguard.txt")
-      let server = try JackServer(period: JackServer.takePeriod)
-      var generator = try TestClient(
-        name: "lmgen", server: server.name, signal: .frameCode, captureChannels: 0)
-      var capture = try TestClient(name: "lmcap", server: server.name, signal: nil, captureChannels: 3)
-      let livemic = try LiveMicProcess(
+      let clients: [LiveRig.Client] = [
+        .init(name: "lmgen", signal: .frameCode), .init(name: "lmcap", captureChannels: 3),
+      ]
+      let rig = try LiveRig(clients: clients, guarded: true) { _ in
         [
-          "-s", server.name, "-n", "lmre3", "-p", "flat", "--connect-in", "lmgen:out",
-          "--connect-out", "lmcap:in_2,lmcap:in_3", "--on-route-loss", "continue",
-        ],
-        guardOutput: counters)
-      #expect(livemic.waitForLog("latency capture-to-playback"), "\(livemic.log)")
-      #expect(waitUntil(seconds: 5) { capture.connections(of: "lmre3:out_2") == ["lmcap:in_3"] })
+          "-p", "flat", "--connect-in", "lmgen:out", "--connect-out", "lmcap:in_2,lmcap:in_3",
+          "--on-route-loss", "continue",
+        ]
+      }
+      defer { rig.stop() }
+      let (server, livemic) = (rig.server, rig.livemic)
+      // The rig's clients until the restart, then the test's own on the new server.
+      var (generator, capture) = (rig.client("lmgen"), rig.client("lmcap"))
+      #expect(waitUntil(seconds: 5) { capture.connections(of: "lmclient:out_2") == ["lmcap:in_3"] })
       generator.hold.store(true, ordering: .releasing)
       #expect(waitUntil(seconds: 2) { generator.held.load(ordering: .acquiring) })
       capture.close()
@@ -118,9 +113,10 @@ extension EndToEnd {
       capture = try TestClient(name: "lmcap", server: server.name, signal: nil, captureChannels: 3)
       try capture.connect(generator.portName("out"), capture.portName("in_1"))
       #expect(
-        waitUntil(seconds: 5) { capture.connections(of: "lmre3:out_2") == ["lmcap:in_3"] }, "\(livemic.log)")
-      usleep(1_200_000)  // the start-quiet ramp
-      let witness = Witness.rig(capture, signal: .frameCode, client: "lmre3")
+        waitUntil(seconds: 5) { capture.connections(of: "lmclient:out_2") == ["lmcap:in_3"] },
+        "\(livemic.log)")
+      rig.waitForAudio()  // the start-quiet ramp
+      let witness = rig.witness(capture, generators: [(0, .frameCode)])
       let take = try retaking("the signal after the restart") {
         try witness.take(frames: 4800, channels: [0, 1])
       }
@@ -128,11 +124,10 @@ extension EndToEnd {
       #expect(
         differing == 0 && rms(take[1][...]) > 0.2,
         "\(differing) samples differ, rms \(rms(take[1][...])): \(livemic.log)")
-      #expect(livemic.interrupt() == 0)
-      RealtimeGuard.expectNothingCounted(counters)
       generator.close()
       capture.close()
-      server.stop()
+      rig.stop()
+      rig.expectNothingCounted()
     }
 
     /// The output's preferred target does not come back after a server restart, its fallback
@@ -145,21 +140,21 @@ extension EndToEnd {
       "a target that does not come back after a server restart is a lost route: the fallback stays muted",
       arguments: [true, false])
     func targetGoneAfterRestart(fallbackFirst: Bool) throws {
-      let folder = Paths.temporaryFolder("reconnect-route")
-      defer { try? FileManager.default.removeItem(at: folder) }
-      let server = try JackServer(period: JackServer.takePeriod)
       let sine = TestSignal.sine(frequencyHz: 440, amplitude: 0.3)
-      var generator = try TestClient(name: "lmgen", server: server.name, signal: sine, captureChannels: 0)
-      let speakerA = try TestClient(name: "lmspkA", server: server.name, signal: nil, captureChannels: 2)
-      var speakerB = try TestClient(name: "lmspkB", server: server.name, signal: nil, captureChannels: 2)
-      let livemic = try LiveMicProcess(
-        [
-          "-s", server.name, "-n", "lmre4", "-p", "flat", "--connect-in", "lmgen:out",
-          "--route-out", "lmspkA:in_", "--route-out", "lmspkB:in_",
-        ], guardOutput: folder.appendingPathComponent("rtguard.txt"))
-      #expect(livemic.waitForLog("latency capture-to-playback"), "\(livemic.log)")
-      #expect(waitUntil(seconds: 5) { generator.connections(of: "lmre4:out_1") == ["lmspkA:in_1"] })
-      usleep(1_200_000)  // the start-quiet ramp
+      let clients: [LiveRig.Client] = [
+        .init(name: "lmgen", signal: sine), .init(name: "lmspkA", captureChannels: 2),
+        .init(name: "lmspkB", captureChannels: 2),
+      ]
+      let rig = try LiveRig(clients: clients, guarded: true) { _ in
+        ["-p", "flat", "--connect-in", "lmgen:out", "--route-out", "lmspkA:in_", "--route-out", "lmspkB:in_"]
+      }
+      defer { rig.stop() }
+      let (server, livemic) = (rig.server, rig.livemic)
+      // The rig's clients until the restart, then the test's own on the new server.
+      let speakerA = rig.client("lmspkA")
+      var (generator, speakerB) = (rig.client("lmgen"), rig.client("lmspkB"))
+      #expect(waitUntil(seconds: 5) { generator.connections(of: "lmclient:out_1") == ["lmspkA:in_1"] })
+      rig.waitForAudio()  // the start-quiet ramp
       let pid = livemic.process.processIdentifier
       if fallbackFirst { kill(pid, SIGSTOP) }
       try server.killAndRestart(period: JackServer.takePeriod)
@@ -169,10 +164,10 @@ extension EndToEnd {
       speakerB = try TestClient(name: "lmspkB", server: server.name, signal: nil, captureChannels: 2)
       if fallbackFirst { kill(pid, SIGCONT) }
       #expect(
-        waitUntil(seconds: 10) { generator.connections(of: "lmre4:out_1") == ["lmspkB:in_1"] },
+        waitUntil(seconds: 10) { generator.connections(of: "lmclient:out_1") == ["lmspkB:in_1"] },
         "\(livemic.log)")
       #expect(livemic.waitForLog("output muted (route lost)"), "\(livemic.log)")
-      usleep(1_200_000)  // longer than a start-quiet ramp: nothing may ramp up
+      rig.waitForAudio()  // longer than a start-quiet ramp: nothing may ramp up
       var start = speakerB.frameCount
       try speakerB.record(frames: 4800)
       #expect(
@@ -181,28 +176,32 @@ extension EndToEnd {
       // Told to unmute: the fallback hears the voice.
       kill(pid, SIGUSR1)
       #expect(livemic.waitForLog("output unmuted"), "\(livemic.log)")
-      usleep(1_200_000)
+      rig.waitForAudio()  // the unmute's ramp
       start = speakerB.frameCount
       try speakerB.record(frames: 4800)
       #expect(rms(speakerB.recording(channel: 0, from: start).samples[...]) > 0.15, "\(livemic.log)")
-      #expect(livemic.interrupt() == 0)
-      RealtimeGuard.expectNothingCounted(folder.appendingPathComponent("rtguard.txt"))
       generator.close()
       speakerB.close()
-      server.stop()
+      rig.stop()
+      rig.expectNothingCounted()
     }
 
     /// A restart with another buffer size and rate: processing resumes at the new size.
     @Test("restart with a different period and rate: processing resumes")
     func restartWithNewSettings() throws {
-      let server = try JackServer(period: 64)
-      let livemic = try LiveMicProcess(["-s", server.name, "-n", "lmre2", "-p", "voice", "--no-connect"])
-      #expect(livemic.waitForLog("latency capture-to-playback"), "\(livemic.log)")
-      try server.killAndRestart(period: 256, sampleRate: 44100)
-      #expect(livemic.waitForLog("44100 Hz, 256 frames per period"), "\(livemic.log)")
-      #expect(livemic.log.contains("the chain was re-prepared"))
-      #expect(livemic.interrupt() == 0)
-      server.stop()
+      let rig = try LiveRig(period: 64) { _ in ["-p", "voice", "--no-connect"] }
+      defer { rig.stop() }
+      let livemic = rig.livemic
+      try rig.server.killAndRestart(period: 256, sampleRate: 44100)
+      // Processing resumed at the new size: status says so, and LiveMic counts cycles there.
+      #expect(
+        waitUntil(seconds: 10) {
+          let status = rig.status()
+          return status?["sample_rate"] as? Int == 44100 && status?["buffer_frames"] as? Int == 256
+        }, "\(livemic.log)")
+      rig.waitForAudio(seconds: 0.1)
+      #expect(livemic.log.contains("44100 Hz, 256 frames per period"), "\(livemic.log)")
+      #expect(livemic.log.contains("the chain was re-prepared"), "\(livemic.log)")
     }
   }
 }
