@@ -22,11 +22,15 @@ extension EndToEnd {
       try #"{"name": "aec", "volume": 1, "chain": [{"unit": "aec"}]}"#
         .write(to: preset, atomically: true, encoding: .utf8)
       let counters = folder.appendingPathComponent("rtguard.txt")
+      // The control socket is this test's own (another suite's `lmclient` must never answer).
+      let env = ["XDG_RUNTIME_DIR": folder.path]
       // 256 frames, not `JackServer.takePeriod`: at 1024 frames this room measured 2.0-2.1 dB of
       // ERLE (2026-12-02, the helper on time: 1 late frame of 996), cause not yet found.
       // At `JackServer.takePeriod`: at 256 frames on the 2-vCPU CI machine (2026-12-02) all four
       // 2 s takes were spoilt (13-37 gaps each, LiveMic itself missing 10-22 cycles beside
       // WebRTC's real-time helper).
+      // Not on LiveRig: the room (a RoomClient, which LiveRig does not make) must feed LiveMic
+      // from its start; connected once LiveMic ran, the echo measured ERLE 103-106 dB, not 25.
       let server = try JackServer(period: JackServer.takePeriod)
       defer { server.stop() }
       let music = try TestClient(name: "lmmusic", server: server.name, signal: .frameCode, captureChannels: 0)
@@ -47,21 +51,23 @@ extension EndToEnd {
           "--connect-in", room.portName("out"),
           "--connect-music", "\(music.portName("out")),\(music.portName("out"))",
           "--connect-out", "\(capture.portName("in_2")),\(capture.portName("in_3"))",
-        ], guardOutput: counters)
+        ], guardOutput: counters, environment: env)
       #expect(livemic.waitForLog("latency capture-to-playback"), "\(livemic.log)")
-      let status = jsonObject(try runLiveMic(["ctl", "-n", "lmclient", "--json", "status"]).stdout)
+      let status = jsonObject(
+        try runLiveMic(["ctl", "-n", "lmclient", "--json", "status"], environment: env).stdout)
       let aec = (status["chain"] as? [[String: Any]] ?? []).first { $0["id"] as? String == "aec" } ?? [:]
       #expect(aec["implementation"] as? String == "webrtc", "\(aec)")
       // Its helper's late frames are reported (how many depends on the machine's load).
       let late = jsonObject(
-        try runLiveMic(["ctl", "-n", "lmclient", "--json", "get", "aec.late_frames"]).stdout)
+        try runLiveMic(["ctl", "-n", "lmclient", "--json", "get", "aec.late_frames"], environment: env).stdout
+      )
       #expect(((late["values"] as? [String: Double])?["aec.late_frames"] ?? -1) >= 0, "\(late)")
       room.start()
       usleep(1_100_000)  // past the start ramp
       // The canceller converges first (4 s, not judged: a dropped cycle there only delays it);
       // then a 2 s window is measured, taken again when the server spoilt it.
       usleep(4_000_000)
-      let witness = Witness.rig(capture, signal: .frameCode, client: "lmclient")
+      let witness = Witness.rig(capture, signal: .frameCode, client: "lmclient", environment: env)
       let erle = try retaking("the echo window") {
         let mark = witness.mark()
         try capture.record(frames: 2 * 48000)

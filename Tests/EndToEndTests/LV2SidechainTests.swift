@@ -23,7 +23,7 @@ extension EndToEnd {
       defer { rig.stop() }
       let (capture, livemic) = (rig.client("lmcap"), rig.livemic)
       #expect(!livemic.log.contains("left out"), "\(livemic.log)")
-      usleep(1_800_000)  // the start ramp, and the compressor's attack
+      rig.waitForAudio(seconds: 1.8)  // the start ramp, and the compressor's attack
       let witness = rig.witness(capture, generators: [(0, music)])
       let level = try retaking("the voice under the keyed compressor") {
         let mark = witness.mark()
@@ -81,7 +81,7 @@ extension EndToEnd.LV2SidechainTests {
     defer { rig.stop() }
     let (capture, livemic) = (rig.client("lmcap"), rig.livemic)
     #expect(!livemic.log.contains("left out"), "\(livemic.log)")
-    usleep(1_800_000)  // the start ramp, and the compressor's attack
+    rig.waitForAudio(seconds: 1.8)  // the start ramp, and the compressor's attack
     let witness = rig.witness(capture, generators: [(0, music)])
     let (musicOut, voiceOut) = try retaking("the music under the keyed compressor") {
       let mark = witness.mark()
@@ -194,7 +194,7 @@ extension EndToEnd {
         return reported.stdout.contains("ir.wav")
       }
       #expect(loaded, "the impulse response was not reported: \(reported.stdout) \(reported.stderr)")
-      usleep(300_000)  // the guard rewrites its counters every 200 ms
+      #expect(rig.waitForGuardReport(), "the guard did not rewrite its counters")
       let atLoad = RealtimeGuard.counters(counters)
       if RealtimeGuard.forbidden.contains(where: { atLoad[$0] != "0" }) {
         let stack = RealtimeGuard.stack(counters)
@@ -214,7 +214,7 @@ extension EndToEnd {
       LV2Tests.measured(
         "convoLV2 with the preset's ir.wav (patch:Set): worst error against the convolution \(worst)")
       #expect(worst < 1e-5, "the output is not the convolution: worst \(worst)")
-      usleep(300_000)
+      #expect(rig.waitForGuardReport(), "the guard did not rewrite its counters")
       let after = RealtimeGuard.counters(counters)
       for key in RealtimeGuard.forbidden {
         #expect(
@@ -226,25 +226,19 @@ extension EndToEnd {
 
     @Test("a mono plugin on the stereo chain shows both instances' outputs: dpl#mono's level and level_right")
     func bothInstancesOutputs() throws {
-      let folder = Paths.temporaryFolder("lv2outputs")
-      defer { try? FileManager.default.removeItem(at: folder) }
-      let env = ["XDG_RUNTIME_DIR": folder.path]
       // Two inputs: the left loud, the right silent.
-      let server = try JackServer(period: JackServer.takePeriod)
-      defer { server.stop() }
-      let loud = try TestClient(
-        name: "lmloud", server: server.name, signal: .sine(frequencyHz: 300, amplitude: 0.9),
-        captureChannels: 0)
-      defer { loud.close() }
-      let livemic = try LiveMicProcess(
+      let rig = try LiveRig(
+        period: JackServer.takePeriod,
+        clients: [.init(name: "lmloud", signal: .sine(frequencyHz: 300, amplitude: 0.9))]
+      ) { c in
         [
-          "-s", server.name, "-n", "lmclient", "-i", "2", "-p", "flat", "--plugin",
-          "http://gareus.org/oss/lv2/dpl#mono", "--connect-in", loud.portName("out"),
-        ], environment: env)
-      defer { _ = livemic.interrupt() }
-      #expect(livemic.waitForLog("latency capture-to-playback"), "\(livemic.log)")
-      usleep(1_500_000)
-      let answer = try runLiveMic(["ctl", "-n", "lmclient", "--json", "get"], environment: env).stdout
+          "-i", "2", "-p", "flat", "--plugin", "http://gareus.org/oss/lv2/dpl#mono", "--connect-in",
+          c[0].portName("out"),
+        ]
+      }
+      defer { rig.stop() }
+      rig.waitForAudio(seconds: 1.5)
+      let answer = try rig.ctl("--json", "get").stdout
       func value(_ key: String) -> Double? {
         guard let range = answer.range(of: "\"\(key)\":") else { return nil }
         let rest = answer[range.upperBound...].drop { $0 == " " }

@@ -391,6 +391,7 @@ extension EndToEnd {
       "the independent rtcheck agrees with eg-amp + x42 dpl + MDA Delay",
       .enabled(if: FileManager.default.isExecutableFile(atPath: Paths.rtcheck.path)))
     func rtcheckAgreesWithPlugins() throws {
+      // Not on LiveRig: rtcheck runs LiveMic under itself (RtcheckRun), where LiveRig runs it directly.
       let folder = Paths.temporaryFolder("lv2rtcheck")
       defer { try? FileManager.default.removeItem(at: folder) }
       let output = folder.appendingPathComponent("rt.txt")

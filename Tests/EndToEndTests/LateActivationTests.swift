@@ -29,8 +29,11 @@ extension EndToEnd {
     }
 
     /// The late client's generator reaches both of its inputs through LiveMic (`-p flat`).
-    static func expectAudioFlows(_ late: TestClient, _ livemic: LiveMicProcess, _ label: String) throws {
-      usleep(200_000)
+    /// `settle` waits for the audio to reach them (200 ms).
+    static func expectAudioFlows(
+      _ late: TestClient, _ livemic: LiveMicProcess, _ label: String, settle: () -> Void = { usleep(200_000) }
+    ) throws {
+      settle()
       let start = late.frameCount
       try late.record(frames: 4800)
       let end = late.frameCount
@@ -54,6 +57,8 @@ extension EndToEnd {
 
     @Test("a client registered before LiveMic starts and activated 1 s later is connected, and audio flows")
     func registeredBeforeStart() throws {
+      // Not on LiveRig: its clients are active before LiveMic starts (LiveRig.Client has no
+      // "registered, not active" option, and its init takes no client made by hand).
       let server = try JackServer()
       let late = try Self.lateClient(server.name)
       let livemic = try LiveMicProcess(
@@ -77,25 +82,27 @@ extension EndToEnd {
     /// is registered but not active yet.
     @Test("after a server restart, a client registered but not yet active is connected once it activates")
     func registeredBeforeReconnect() throws {
-      let server = try JackServer()
-      var late = try Self.lateClient(server.name)
-      try late.activate()
-      let livemic = try LiveMicProcess(
+      let spec = LiveRig.Client(name: "late", signal: .frameCode, captureChannels: 2)
+      let rig = try LiveRig(period: 64, clients: [spec]) { _ in
         [
-          "-s", server.name, "-n", "lmlate2", "-p", "flat", "--connect-in", "late:out",
-          "--connect-out", "late:in_1,late:in_2",
+          "-p", "flat", "--connect-in", "late:out", "--connect-out", "late:in_1,late:in_2",
           // The client closes before the restart: a lost route, which would keep the output
           // muted (the default); this test is about the reconnection, so it plays on.
           "--on-route-loss", "continue",
-        ])
-      #expect(livemic.waitForLog("latency capture-to-playback"), "\(livemic.log)")
-      #expect(waitUntil(seconds: 3) { Self.connected(late, "lmlate2") }, "\(livemic.log)")
+        ]
+      }
+      defer { rig.stop() }
+      let (server, livemic, name) = (rig.server, rig.livemic, LiveRig.clientName)
+      var late = rig.client("late")
+      // The client made again on the new server closes before the rig stops it.
+      defer { late.close() }
+      #expect(waitUntil(seconds: 3) { Self.connected(late, name) }, "\(livemic.log)")
       late.close()
       let pid = livemic.process.processIdentifier
       kill(pid, SIGSTOP)
       do {
         try server.killAndRestart()
-        late = try Self.lateClient(server.name)
+        late = try rig.join(spec, activate: false)
       } catch {
         kill(pid, SIGCONT)
         throw error
@@ -106,14 +113,11 @@ extension EndToEnd {
         // jackd2 refused all three: LiveMic did reconnect while the client was not active.
         #expect(livemic.log.contains("0 connection(s) restored, 3 waiting"), "\(livemic.log)")
       }
-      usleep(1_000_000)
+      rig.waitForAudio(seconds: 1)  // a second of LiveMic's cycles with the client not active
       try late.activate()
-      #expect(waitUntil(seconds: 3) { Self.connected(late, "lmlate2") }, "\(livemic.log)")
-      try Self.expectAudioFlows(late, livemic, "after the restart")
+      #expect(waitUntil(seconds: 3) { Self.connected(late, name) }, "\(livemic.log)")
+      try Self.expectAudioFlows(late, livemic, "after the restart") { rig.waitForAudio(seconds: 0.2) }
       #expect(livemic.process.isRunning, "\(livemic.log)")
-      #expect(livemic.interrupt() == 0)
-      late.close()
-      server.stop()
     }
   }
 }

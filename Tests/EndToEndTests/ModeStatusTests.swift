@@ -11,9 +11,9 @@ extension EndToEnd {
       "ctl status reports mode, implementation and why; a plugin-mode preset without its plugin is refused at reload"
     )
     func statusAndRefusedReload() throws {
+      // The presets are named on LiveMic's command line, before the rig's own folder exists.
       let folder = Paths.temporaryFolder("modes")
       defer { try? FileManager.default.removeItem(at: folder) }
-      let env = ["XDG_RUNTIME_DIR": folder.path]
       let good = folder.appendingPathComponent("modes.json").path
       try #"""
       {"name": "modes", "chain": [
@@ -24,12 +24,12 @@ extension EndToEnd {
       let bad = folder.appendingPathComponent("bad.json").path
       try #"{"name": "bad", "chain": [{"unit": "aec", "mode": "plugin", "plugins": ["\#(Self.bogus)"]}]}"#
         .write(toFile: bad, atomically: true, encoding: .utf8)
-      let server = try JackServer()
-      defer { server.stop() }
-      let livemic = try LiveMicProcess(
-        ["-s", server.name, "-n", "lmmodes", "-p", good, "--no-connect"], environment: env)
-      #expect(livemic.waitForLog("latency capture-to-playback"), "\(livemic.log)")
-      let ctl = { (words: [String]) in try runLiveMic(["ctl", "-n", "lmmodes"] + words, environment: env) }
+      let rig = try LiveRig(period: 64) { _ in ["-p", good, "--no-connect"] }
+      defer { rig.stop() }
+      let livemic = rig.livemic
+      let ctl = { (words: [String]) in
+        try runLiveMic(["ctl", "-n", LiveRig.clientName] + words, environment: rig.environment)
+      }
       let status = jsonObject(try ctl(["--json", "status"]).stdout)
       let stages = status["chain"] as? [[String: Any]] ?? []
       let hp = stages.first { $0["id"] as? String == "highpass" } ?? [:]
@@ -48,9 +48,8 @@ extension EndToEnd {
       #expect(livemic.waitForLog("the running chain is kept"), "\(livemic.log)")
       #expect(try ctl(["--json", "status"]).stdout.contains("\"preset\":\"modes\""))
       // At start it is an error too.
-      let start = try runLiveMic(["-s", server.name, "-n", "lmmodes2", "-p", bad, "--no-connect"])
+      let start = try runLiveMic(["-s", rig.server.name, "-n", "lmmodes2", "-p", bad, "--no-connect"])
       #expect(start.status != 0 && start.stderr.contains("key 'chain[0].mode'"), "\(start)")
-      #expect(livemic.interrupt() == 0)
     }
   }
 }

@@ -75,9 +75,9 @@ extension EndToEnd {
       "ctl mode lists and switches stages, refuses what cannot be met in one sentence, and a saved preset keeps the mode"
     )
     func switchesAndRefuses() throws {
+      // The presets and the events file are named on LiveMic's command line, before the rig exists.
       let folder = Paths.temporaryFolder("modes")
       defer { try? FileManager.default.removeItem(at: folder) }
-      let env = ["XDG_RUNTIME_DIR": folder.path]
       let file = folder.appendingPathComponent("m.json").path
       try #"""
       {"name": "m", "chain": [
@@ -88,14 +88,10 @@ extension EndToEnd {
       try #"{"name": "off", "plugins": false, "chain": [{"unit": "highpass"}]}"#
         .write(toFile: off, atomically: true, encoding: .utf8)
       let events = folder.appendingPathComponent("events.jsonl")
-      let server = try JackServer()
-      defer { server.stop() }
-      let livemic = try LiveMicProcess(
-        ["-s", server.name, "-n", "lmmode", "-p", file, "--no-connect", "--events", events.path],
-        environment: env)
-      #expect(livemic.waitForLog("latency capture-to-playback"), "\(livemic.log)")
+      let rig = try LiveRig(period: 64) { _ in ["-p", file, "--no-connect", "--events", events.path] }
+      defer { rig.stop() }
       let ctl = { (words: [String]) in
-        try runLiveMic(["ctl", "-n", "lmmode", "--json"] + words, environment: env)
+        try runLiveMic(["ctl", "-n", LiveRig.clientName, "--json"] + words, environment: rig.environment)
       }
       // The list: the high-pass built-in by default, denoise automatic (no plugin of its list).
       let list = (jsonObject(try ctl(["mode"]).stdout)["modes"] as? [[String: Any]] ?? []).map {
@@ -126,7 +122,7 @@ extension EndToEnd {
         (["mode", "nosuch", "builtin"], "the running chain has no stage 'nosuch'"),
         (["mode", "denoise", "fancy"], "needs a \"mode\": builtin, plugin, automatic or webrtc"),
       ] {
-        let refused = try runLiveMic(["ctl", "-n", "lmmode"] + words, environment: env)
+        let refused = try runLiveMic(["ctl", "-n", LiveRig.clientName] + words, environment: rig.environment)
         #expect(refused.status == 1 && refused.stderr.contains(sentence), "\(words): \(refused)")
       }
       let kept = jsonObject(try ctl(["status"]).stdout)
@@ -145,7 +141,7 @@ extension EndToEnd {
       let offAnswer = jsonObject(try ctl(["mode", "highpass", "plugin"]).stdout)
       #expect(offAnswer["implementation"] as? String == "builtin", "\(offAnswer)")
       #expect((offAnswer["why"] as? String)?.contains("plugins are off") == true, "\(offAnswer)")
-      #expect(livemic.interrupt() == 0, "\(livemic.log)")
+      rig.stop()
       let changes = EventStreamTests.events(events).filter { $0["event"] as? String == "mode-changed" }
       #expect(
         changes.map { "\($0["id"] ?? "?") \($0["implementation"] ?? "?")" } == [

@@ -8,10 +8,6 @@ extension EndToEnd {
   /// every change carries a stable reason code.
   @Suite("Route rules", .serialized)
   struct RouteRulesTests {
-    static func ctl(_ client: String, _ words: [String], _ env: [String: String]) throws -> [String: Any] {
-      jsonObject(try runLiveMic(["ctl", "-n", client, "--json"] + words, environment: env).stdout)
-    }
-
     /// The reason codes of the route-changed events so far.
     static func codes(_ file: URL) -> [String] {
       EventStreamTests.events(file).filter { $0["event"] as? String == "route-changed" }
@@ -24,42 +20,42 @@ extension EndToEnd {
 
     @Test("without --route-out the outputs' start connections are the default: losing them mutes, unasked")
     func defaultRouteWithoutPolicy() throws {
+      // The events file is named on LiveMic's command line, before the rig's own folder exists.
       let folder = Paths.temporaryFolder("routedef")
       defer { try? FileManager.default.removeItem(at: folder) }
-      let env = ["XDG_RUNTIME_DIR": folder.path]
       let file = folder.appendingPathComponent("events.jsonl")
-      let server = try JackServer(period: 64)
-      let generator = try TestClient(
-        name: "lmgen", server: server.name, signal: .sine(frequencyHz: 440, amplitude: 0.3),
-        captureChannels: 0)
-      var speaker: TestClient? = try TestClient(
-        name: "lmrspk", server: server.name, signal: nil, captureChannels: 2)
-      let livemic = try LiveMicProcess(
+      let rig = try LiveRig(
+        period: 64,
+        clients: [
+          .init(name: "lmgen", signal: .sine(frequencyHz: 440, amplitude: 0.3)),
+          .init(name: "lmrspk", captureChannels: 2),
+        ]
+      ) { _ in
         [
-          "-s", server.name, "-n", "lmrr1", "-p", "flat", "--connect-in", "lmgen:out",
-          "--connect-out", "lmrspk:in_1,lmrspk:in_2", "--events", file.path,
-        ], environment: env)
-      #expect(livemic.waitForLog("latency capture-to-playback"), "\(livemic.log)")
-      usleep(300_000)
+          "-p", "flat", "--connect-in", "lmgen:out", "--connect-out", "lmrspk:in_1,lmrspk:in_2", "--events",
+          file.path,
+        ]
+      }
+      defer { rig.stop() }
+      let (generator, livemic) = (rig.client("lmgen"), rig.livemic)
+      // The graph of the start's connections settles (LiveMic's own 100 ms timer: nothing it
+      // answers without reading the route shows it), by LiveMic's cycles.
+      rig.waitForAudio(seconds: 0.3)
       // Nobody has read the route: losing the output still mutes and is reported.
-      speaker?.close()
-      speaker = nil
+      rig.client("lmrspk").close()
       #expect(livemic.waitForLog("output muted"), "\(livemic.log)")
       #expect(waitUntil(seconds: 2) { Self.codes(file).contains("lost") }, "\(Self.codes(file))")
-      let route = try Self.ctl("lmrr1", ["route"], env)
+      let route = try rig.json(["route"])
       #expect(route["default"] as? [String] == ["lmrspk:in_1", "lmrspk:in_2"], "\(route)")
       #expect(route["targets"] as? [String] == [], "\(route)")
       // It comes back: connected again, still muted until told.
-      speaker = try TestClient(name: "lmrspk", server: server.name, signal: nil, captureChannels: 2)
+      let speaker = try rig.join(.init(name: "lmrspk", captureChannels: 2))
+      defer { speaker.close() }
       #expect(
-        waitUntil(seconds: 5) { generator.connections(of: "lmrr1:out_2") == ["lmrspk:in_2"] },
+        waitUntil(seconds: 5) { generator.connections(of: "lmclient:out_2") == ["lmrspk:in_2"] },
         "\(livemic.log)")
       #expect(waitUntil(seconds: 2) { Self.codes(file).contains("appeared") }, "\(Self.codes(file))")
       #expect(!livemic.log.contains("output unmuted"), "\(livemic.log)")
-      #expect(livemic.interrupt() == 0)
-      speaker?.close()
-      generator.close()
-      server.stop()
     }
 
     /// Speakers A, B and C each record the generator on in_1 (the witness) and LiveMic on
@@ -67,78 +63,87 @@ extension EndToEnd {
     @Test(
       "a server restart clears an override: its target coming back later is not connected beside the default")
     func restartClearsOverride() throws {
-      let folder = Paths.temporaryFolder("routerestart")
-      defer { try? FileManager.default.removeItem(at: folder) }
-      let env = ["XDG_RUNTIME_DIR": folder.path]
-      let server = try JackServer(period: 64)
-      var speakers = try ["lmrA", "lmrB"].map {
-        try TestClient(name: $0, server: server.name, signal: nil, captureChannels: 2)
-      }
-      let livemic = try LiveMicProcess(
-        ["-s", server.name, "-n", "lmrr3", "-p", "flat", "--no-connect", "--route-out", "lmrA:in_*"],
-        environment: env)
-      #expect(livemic.waitForLog("latency capture-to-playback"), "\(livemic.log)")
-      _ = try Self.ctl("lmrr3", ["route", "override", "lmrB:in_1,lmrB:in_2"], env)
+      let rig = try LiveRig(
+        period: 64,
+        clients: [.init(name: "lmrA", captureChannels: 2), .init(name: "lmrB", captureChannels: 2)]
+      ) { _ in ["-p", "flat", "--no-connect", "--route-out", "lmrA:in_*"] }
+      defer { rig.stop() }
+      let livemic = rig.livemic
+      var speakers = rig.clients
+      _ = try rig.json(["route", "override", "lmrB:in_1,lmrB:in_2"])
       #expect(
-        waitUntil(seconds: 3) { speakers[0].connections(of: "lmrr3:out_1") == ["lmrB:in_1"] },
-        "the override: \(speakers[0].connections(of: "lmrr3:out_1"))")
-      usleep(500_000)  // the graph settles: the book holds the override's connections
+        waitUntil(seconds: 3) { speakers[0].connections(of: "lmclient:out_1") == ["lmrB:in_1"] },
+        "the override: \(speakers[0].connections(of: "lmclient:out_1"))")
+      // The graph settles: the book holds the override's connections (LiveMic's own 100 ms
+      // timer, shown by nothing it answers), by LiveMic's cycles.
+      rig.waitForAudio(seconds: 0.5)
       // The server dies with every client still on it (their ports go with it, not before).
-      try server.killAndRestart()
+      try rig.server.killAndRestart()
       for s in speakers { s.abandon() }
       #expect(livemic.waitForLog("reconnected to"), "\(livemic.log)")
       // The default's client comes back first, the override's a moment later.
-      speakers = [try TestClient(name: "lmrA", server: server.name, signal: nil, captureChannels: 2)]
+      speakers = [try rig.join(.init(name: "lmrA", captureChannels: 2))]
+      defer { for s in speakers { s.close() } }
       #expect(
-        waitUntil(seconds: 3) { speakers[0].connections(of: "lmrr3:out_1") == ["lmrA:in_1"] },
-        "the default after the restart: \(speakers[0].connections(of: "lmrr3:out_1")) \(livemic.log)")
-      speakers.append(try TestClient(name: "lmrB", server: server.name, signal: nil, captureChannels: 2))
-      usleep(1_000_000)  // the graph settles and pending connections are made
+        waitUntil(seconds: 3) { speakers[0].connections(of: "lmclient:out_1") == ["lmrA:in_1"] },
+        "the default after the restart: \(speakers[0].connections(of: "lmclient:out_1")) \(livemic.log)")
+      speakers.append(try rig.join(.init(name: "lmrB", captureChannels: 2)))
+      rig.waitForAudio(seconds: 1)  // the graph settles and pending connections are made
       #expect(
-        speakers[0].connections(of: "lmrr3:out_1") == ["lmrA:in_1"]
-          && speakers[0].connections(of: "lmrr3:out_2") == ["lmrA:in_2"],
-        "the cleared override came back beside the default: \(speakers[0].connections(of: "lmrr3:out_1"))")
-      let route = try Self.ctl("lmrr3", ["route"], env)
+        speakers[0].connections(of: "lmclient:out_1") == ["lmrA:in_1"]
+          && speakers[0].connections(of: "lmclient:out_2") == ["lmrA:in_2"],
+        "the cleared override came back beside the default: \(speakers[0].connections(of: "lmclient:out_1"))")
+      let route = try rig.json(["route"])
       #expect(route["override"] == nil || route["override"] is NSNull, "\(route)")
-      #expect(livemic.interrupt() == 0)
-      for s in speakers { s.close() }
-      server.stop()
     }
 
     @Test("a loss mutes before the fallback; preferred, override and default moves do not mute")
     func lossPreferenceOverrideDefault() throws {
+      // The events file is named on LiveMic's command line, before the rig's own folder exists.
       let folder = Paths.temporaryFolder("routerules")
       defer { try? FileManager.default.removeItem(at: folder) }
-      let env = ["XDG_RUNTIME_DIR": folder.path]
       let file = folder.appendingPathComponent("events.jsonl")
-      let server = try JackServer(period: JackServer.takePeriod)
       let signal = TestSignal.sine(frequencyHz: 480, amplitude: 0.3)
-      let generator = try TestClient(name: "lmgen", server: server.name, signal: signal, captureChannels: 0)
+      let speakerSpec = { (name: String) in LiveRig.Client(name: name, captureChannels: 3, seconds: 40) }
+      // Each speaker records the generator on in_1 (the witness), connected before LiveMic starts.
+      var witnessPath: Error?
+      let rig = try LiveRig(
+        period: JackServer.takePeriod,
+        clients: [.init(name: "lmgen", signal: signal), speakerSpec("lmrspkA"), speakerSpec("lmrspkB")]
+      ) { c in
+        do {
+          for s in c[1...] { try s.connect("lmgen:out", s.portName("in_1")) }
+        } catch {
+          witnessPath = error
+        }
+        return [
+          "-p", "flat", "--connect-in", "lmgen:out", "--route-out", "lmrspkA:in_[23]", "--route-out",
+          "lmrspkB:in_[23]", "--events", file.path,
+        ]
+      }
+      defer { rig.stop() }
+      if let witnessPath { throw witnessPath }
+      let (generator, livemic) = (rig.client("lmgen"), rig.livemic)
       func speaker(_ name: String) throws -> TestClient {
-        let s = try TestClient(name: name, server: server.name, signal: nil, captureChannels: 3, seconds: 40)
+        let s = try rig.join(speakerSpec(name))
         try s.connect("lmgen:out", s.portName("in_1"))
         return s
       }
-      var speakerA: TestClient? = try speaker("lmrspkA")
-      var speakerB: TestClient? = try speaker("lmrspkB")
-      let livemic = try LiveMicProcess(
-        [
-          "-s", server.name, "-n", "lmrr2", "-p", "flat", "--connect-in", "lmgen:out",
-          "--route-out", "lmrspkA:in_[23]", "--route-out", "lmrspkB:in_[23]", "--events", file.path,
-        ], environment: env)
-      #expect(livemic.waitForLog("route: requested"), "\(livemic.log)")
-      let out1 = { generator.connections(of: "lmrr2:out_1") }
+      var speakerA: TestClient? = rig.client("lmrspkA")
+      var speakerB: TestClient? = rig.client("lmrspkB")
+      let out1 = { generator.connections(of: "lmclient:out_1") }
       // LiveMic has made the connection when it logs it or answers; another client sees it a
       // moment later on PipeWire (its graph reaches clients asynchronously: CI saw [] once).
       #expect(waitUntil(seconds: 2) { out1() == ["lmrspkA:in_2"] }, "\(livemic.log)")
-      func level(_ s: TestClient, _ label: String, settle: UInt32) throws -> Double {
-        let witness = Witness.rig(s, signal: signal, client: "lmrr2", environment: env)
+      func level(_ s: TestClient, _ label: String) throws -> Double {
+        let witness = rig.witness(s, generators: [(0, signal)])
         return try retaking(label) {
-          let take = try witness.take(frames: 4800, channels: [1], settleMicroseconds: settle)
+          let take = try witness.take(frames: 4800, channels: [1])
           return Take(rms(take.value[0][...]), spoilt: take.spoilt)
         }
       }
-      #expect(try level(speakerA!, "A before the loss", settle: 1_300_000) > 0.15)
+      rig.waitForAudio()  // the start ramp
+      #expect(try level(speakerA!, "A before the loss") > 0.15)
 
       // A vanishes: muted first, then B connected; B never hears the microphone, and stays silent.
       let mark = speakerB!.frameCount
@@ -146,7 +151,7 @@ extension EndToEnd {
       speakerA = nil
       #expect(waitUntil(seconds: 5) { out1() == ["lmrspkB:in_2"] }, "\(livemic.log)")
       #expect(livemic.waitForLog("output muted"), "\(livemic.log)")
-      usleep(1_000_000)
+      try speakerB!.record(frames: 48000)  // a second of B's, by the server's frames
       for channel in [1, 2] {
         let heard = speakerB!.recording(channel: channel, from: mark).samples
         let loud = heard.firstIndex { $0 != 0 }
@@ -155,35 +160,38 @@ extension EndToEnd {
           "the fallback heard the microphone: sample \(loud ?? 0) of \(heard.count) is \(loud.map { heard[$0] } ?? 0)"
         )
       }
-      #expect(try Self.ctl("lmrr2", ["unmute"], env)["muted"] as? Bool == false)
-      #expect(try level(speakerB!, "B after unmute", settle: 1_300_000) > 0.15)
+      #expect(try rig.json(["unmute"])["muted"] as? Bool == false)
+      rig.waitForAudio()  // the unmute's ramp
+      #expect(try level(speakerB!, "B after unmute") > 0.15)
 
       // A more preferred target of the user's list appears: moved there, not muted.
       speakerA = try speaker("lmrspkA")
+      defer { speakerA?.close() }
       #expect(waitUntil(seconds: 5) { out1() == ["lmrspkA:in_2"] }, "\(livemic.log)")
-      #expect(try level(speakerA!, "A after it appeared", settle: 300_000) > 0.15)
+      rig.waitForAudio(seconds: 0.3)
+      #expect(try level(speakerA!, "A after it appeared") > 0.15)
       #expect(Self.mutes(livemic) == 1, "\(livemic.log)")
 
       // An override, then cleared: moved without muting.
-      #expect(
-        try Self.ctl("lmrr2", ["route", "override", "lmrspkB:in_2,lmrspkB:in_3"], env)["ok"] as? Bool == true)
+      #expect(try rig.json(["route", "override", "lmrspkB:in_2,lmrspkB:in_3"])["ok"] as? Bool == true)
       #expect(waitUntil(seconds: 2) { out1() == ["lmrspkB:in_2"] })
-      _ = try Self.ctl("lmrr2", ["route", "clear"], env)
+      _ = try rig.json(["route", "clear"])
       #expect(waitUntil(seconds: 2) { out1() == ["lmrspkA:in_2"] })
       #expect(Self.mutes(livemic) == 1, "\(livemic.log)")
       // An override whose target disappears is cleared: the default applies, with the loss rule.
-      _ = try Self.ctl("lmrr2", ["route", "override", "lmrspkB:in_2,lmrspkB:in_3"], env)
+      _ = try rig.json(["route", "override", "lmrspkB:in_2,lmrspkB:in_3"])
       speakerB!.close()
       speakerB = nil
       #expect(waitUntil(seconds: 5) { out1() == ["lmrspkA:in_2"] }, "\(livemic.log)")
       #expect(waitUntil(seconds: 2) { Self.mutes(livemic) == 2 }, "\(livemic.log)")
-      let route = try Self.ctl("lmrr2", ["route"], env)
+      let route = try rig.json(["route"])
       #expect(route["override"] is NSNull, "\(route)")
-      _ = try Self.ctl("lmrr2", ["unmute"], env)
+      _ = try rig.json(["unmute"])
 
       // A new persistent default while running: moved there, not muted; `route` shows it.
       let speakerC = try speaker("lmrspkC")
-      let changed = try Self.ctl("lmrr2", ["route", "default", "lmrspkC:in_[23]", "lmrspkA:in_[23]"], env)
+      defer { speakerC.close() }
+      let changed = try rig.json(["route", "default", "lmrspkC:in_[23]", "lmrspkA:in_[23]"])
       #expect(changed["default"] as? [String] == ["lmrspkC:in_[23]", "lmrspkA:in_[23]"], "\(changed)")
       #expect(
         changed["candidates"] as? [String] == [
@@ -192,11 +200,11 @@ extension EndToEnd {
       #expect(waitUntil(seconds: 2) { out1() == ["lmrspkC:in_2"] }, "\(livemic.log)")
       #expect(Self.mutes(livemic) == 2, "\(livemic.log)")
       // Overrides that cannot be made are refused in one sentence with a code; the route stays.
-      let missing = try Self.ctl("lmrr2", ["route", "override", "lmrspkZ:in_1"], env)
+      let missing = try rig.json(["route", "override", "lmrspkZ:in_1"])
       #expect(
         missing["error"] as? String == "there is no JACK port named 'lmrspkZ:in_1'"
           && missing["code"] as? String == "route.no-such-port", "\(missing)")
-      let three = try Self.ctl("lmrr2", ["route", "override", "lmrspkC:in_1,lmrspkC:in_2,lmrspkC:in_3"], env)
+      let three = try rig.json(["route", "override", "lmrspkC:in_1,lmrspkC:in_2,lmrspkC:in_3"])
       #expect(
         three["error"] as? String == "a route override takes one or two playback ports, not 3"
           && three["code"] as? String == "route.bad-override", "\(three)")
@@ -205,11 +213,6 @@ extension EndToEnd {
       for code in ["lost", "appeared", "override", "cleared", "default-changed"] {
         #expect(codes.contains(code), "\(code) missing in \(codes)")
       }
-      #expect(livemic.interrupt() == 0)
-      speakerA?.close()
-      speakerC.close()
-      generator.close()
-      server.stop()
     }
   }
 }

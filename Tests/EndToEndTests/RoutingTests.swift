@@ -8,29 +8,33 @@ extension EndToEnd {
     /// the user named it); A vanishing falls back to B, muted; SIGUSR1 unmutes.
     @Test("a preferred target is taken when it appears; a lost target mutes and falls back")
     func preferenceFallbackAndMute() throws {
+      // The events file is named on LiveMic's command line, before the rig's own folder exists.
       let folder = Paths.temporaryFolder("route")
       defer { try? FileManager.default.removeItem(at: folder) }
       let file = folder.appendingPathComponent("events.jsonl")
-      let server = try JackServer(period: 64)
-      let generator = try TestClient(
-        name: "lmgen", server: server.name, signal: .sine(frequencyHz: 440, amplitude: 0.3),
-        captureChannels: 0)
-      var speakerB: TestClient? = try TestClient(
-        name: "lmspkB", server: server.name, signal: nil, captureChannels: 2)
-      let livemic = try LiveMicProcess(
+      let rig = try LiveRig(
+        period: 64,
+        clients: [
+          .init(name: "lmgen", signal: .sine(frequencyHz: 440, amplitude: 0.3)),
+          .init(name: "lmspkB", captureChannels: 2),
+        ], guarded: true
+      ) { _ in
         [
-          "-s", server.name, "-n", "lmroute", "-p", "flat", "--connect-in", "lmgen:out",
-          "--route-out", "lmspkA:in_", "--route-out", "lmspkB:in_", "--events", file.path,
-        ], guardOutput: folder.appendingPathComponent("rtguard.txt"))
-      #expect(livemic.waitForLog("route: requested 'lmspkA:in_' then 'lmspkB:in_'"), "\(livemic.log)")
-      #expect(generator.connections(of: "lmroute:out_1") == ["lmspkB:in_1"])
-      #expect(generator.connections(of: "lmroute:out_2") == ["lmspkB:in_2"])
+          "-p", "flat", "--connect-in", "lmgen:out", "--route-out", "lmspkA:in_", "--route-out", "lmspkB:in_",
+          "--events", file.path,
+        ]
+      }
+      defer { rig.stop() }
+      let (generator, speakerB, livemic) = (rig.client("lmgen"), rig.client("lmspkB"), rig.livemic)
+      // Logged before LiveMic answers `status` (the route is applied before its loop runs).
+      #expect(livemic.log.contains("route: requested 'lmspkA:in_' then 'lmspkB:in_'"), "\(livemic.log)")
+      #expect(generator.connections(of: "lmclient:out_1") == ["lmspkB:in_1"])
+      #expect(generator.connections(of: "lmclient:out_2") == ["lmspkB:in_2"])
 
       // The preferred device appears: LiveMic moves there without muting.
-      var speakerA: TestClient? = try TestClient(
-        name: "lmspkA", server: server.name, signal: nil, captureChannels: 2)
+      var speakerA: TestClient? = try rig.join(.init(name: "lmspkA", captureChannels: 2))
       #expect(
-        waitUntil(seconds: 5) { generator.connections(of: "lmroute:out_1") == ["lmspkA:in_1"] },
+        waitUntil(seconds: 5) { generator.connections(of: "lmclient:out_1") == ["lmspkA:in_1"] },
         "\(livemic.log)")
       #expect(!livemic.log.contains("output muted"), "\(livemic.log)")
 
@@ -38,25 +42,25 @@ extension EndToEnd {
       speakerA!.close()
       speakerA = nil
       #expect(
-        waitUntil(seconds: 5) { generator.connections(of: "lmroute:out_1") == ["lmspkB:in_1"] },
+        waitUntil(seconds: 5) { generator.connections(of: "lmclient:out_1") == ["lmspkB:in_1"] },
         "\(livemic.log)")
       #expect(livemic.waitForLog("output muted"), "\(livemic.log)")
-      usleep(300_000)
-      var start = speakerB!.frameCount
-      try speakerB!.record(frames: 4800)
+      rig.waitForAudio(seconds: 0.3)  // the mute's ramp down
+      var start = speakerB.frameCount
+      try speakerB.record(frames: 4800)
       #expect(
-        rms(speakerB!.recording(channel: 0, from: start).samples[...]) == 0,
+        rms(speakerB.recording(channel: 0, from: start).samples[...]) == 0,
         "muted output is not silent: \(livemic.log)")
 
       // Told to unmute: audio ramps back up on the fallback.
       kill(livemic.process.processIdentifier, SIGUSR1)
       #expect(livemic.waitForLog("output unmuted"), "\(livemic.log)")
-      usleep(1_200_000)
-      start = speakerB!.frameCount
-      try speakerB!.record(frames: 4800)
-      #expect(rms(speakerB!.recording(channel: 0, from: start).samples[...]) > 0.15)
-      #expect(livemic.interrupt() == 0)
-      RealtimeGuard.expectNothingCounted(folder.appendingPathComponent("rtguard.txt"))
+      rig.waitForAudio()  // the unmute's ramp
+      start = speakerB.frameCount
+      try speakerB.record(frames: 4800)
+      #expect(rms(speakerB.recording(channel: 0, from: start).samples[...]) > 0.15)
+      rig.stop()
+      rig.expectNothingCounted()
       let names = EventStreamTests.events(file).compactMap { $0["event"] as? String }
       #expect(
         names.filter { $0 == "route-changed" }.count >= 2 && names.contains("muted")
@@ -70,10 +74,6 @@ extension EndToEnd {
         changes.contains { $0["code"] as? String == "lost" }
           && reasons.contains { $0.contains("more preferred") },
         "\(reasons)")
-      speakerB?.close()
-      speakerB = nil
-      generator.close()
-      server.stop()
     }
 
     /// The output's target vanishes while LiveMic's audio thread is stalled (its generator,
@@ -88,34 +88,31 @@ extension EndToEnd {
       "a fallback stays silent when the audio thread was stalled as the route was lost; the doors answer meanwhile",
       .notOnPipeWire(TestBackend.heldClientStallsOnJackdOnly))
     func fallbackSilentAfterStall() throws {
-      let folder = Paths.temporaryFolder("route-stall")
-      defer { try? FileManager.default.removeItem(at: folder) }
-      let server = try JackServer(period: 64)
-      let generator = try TestClient(
-        name: "lmgen", server: server.name, signal: .sine(frequencyHz: 440, amplitude: 0.3),
-        captureChannels: 0)
-      let speakerB = try TestClient(name: "lmspkB", server: server.name, signal: nil, captureChannels: 2)
-      var speakerA: TestClient? = try TestClient(
-        name: "lmspkA", server: server.name, signal: nil, captureChannels: 2)
-      let livemic = try LiveMicProcess(
-        [
-          "-s", server.name, "-n", "lmroute", "-p", "flat", "--connect-in", "lmgen:out",
-          "--route-out", "lmspkA:in_", "--route-out", "lmspkB:in_",
-        ], guardOutput: folder.appendingPathComponent("rtguard.txt"),
-        environment: ["XDG_RUNTIME_DIR": folder.path])
-      #expect(livemic.waitForLog("route: requested 'lmspkA:in_' then 'lmspkB:in_'"), "\(livemic.log)")
-      #expect(generator.connections(of: "lmroute:out_1") == ["lmspkA:in_1"])
+      let rig = try LiveRig(
+        period: 64,
+        clients: [
+          .init(name: "lmgen", signal: .sine(frequencyHz: 440, amplitude: 0.3)),
+          .init(name: "lmspkB", captureChannels: 2), .init(name: "lmspkA", captureChannels: 2),
+        ], guarded: true
+      ) { _ in
+        ["-p", "flat", "--connect-in", "lmgen:out", "--route-out", "lmspkA:in_", "--route-out", "lmspkB:in_"]
+      }
+      defer { rig.stop() }
+      let (generator, speakerB, speakerA) = (rig.client("lmgen"), rig.client("lmspkB"), rig.client("lmspkA"))
+      let livemic = rig.livemic
+      // Logged before LiveMic answers `status` (the route is applied before its loop runs).
+      #expect(livemic.log.contains("route: requested 'lmspkA:in_' then 'lmspkB:in_'"), "\(livemic.log)")
+      #expect(generator.connections(of: "lmclient:out_1") == ["lmspkA:in_1"])
       // Full level on A (the start's fade-in is over).
-      usleep(1_200_000)
-      var start = speakerA!.frameCount
-      try speakerA!.record(frames: 4800)
-      #expect(rms(speakerA!.recording(channel: 0, from: start).samples[...]) > 0.15)
+      rig.waitForAudio()
+      var start = speakerA.frameCount
+      try speakerA.record(frames: 4800)
+      #expect(rms(speakerA.recording(channel: 0, from: start).samples[...]) > 0.15)
 
       generator.hold.store(true, ordering: .releasing)
       #expect(waitUntil(seconds: 2) { generator.held.load(ordering: .acquiring) })
-      let socket = try SocketLines(folder.appendingPathComponent("livemic/lmroute.sock").path)
-      speakerA!.close()
-      speakerA = nil
+      let socket = try SocketLines(rig.socketPath)
+      speakerA.close()
       // The ramp cannot run while the cycle is held: the supervisor must not wait for it (it
       // held every door, and a server loss, for 300 ms). Asked as the mute is logged, status
       // answers at once.
@@ -128,48 +125,42 @@ extension EndToEnd {
       #expect(livemic.waitForLog("cut to silence"), "\(livemic.log)")
       let stillHeld = generator.held.load(ordering: .acquiring)
       #expect(stillHeld, "the stall ended before LiveMic gave up waiting for the ramp")
-      #expect(generator.connections(of: "lmroute:out_1").isEmpty, "the fallback was connected while stalled")
+      #expect(generator.connections(of: "lmclient:out_1").isEmpty, "the fallback was connected while stalled")
       start = speakerB.frameCount
       generator.hold.store(false, ordering: .releasing)
       #expect(
-        waitUntil(seconds: 5) { generator.connections(of: "lmroute:out_1") == ["lmspkB:in_1"] },
+        waitUntil(seconds: 5) { generator.connections(of: "lmclient:out_1") == ["lmspkB:in_1"] },
         "\(livemic.log)")
       try speakerB.record(frames: 9600)
       #expect(
         rms(speakerB.recording(channel: 0, from: start).samples[...]) == 0,
         "the fallback heard the muted output: \(livemic.log)")
       #expect(livemic.log.contains("output muted (route lost)"), "\(livemic.log)")
-      #expect(livemic.interrupt() == 0)
-      RealtimeGuard.expectNothingCounted(folder.appendingPathComponent("rtguard.txt"))
-      speakerB.close()
-      generator.close()
-      server.stop()
+      rig.stop()
+      rig.expectNothingCounted()
     }
 
     /// Input preference list: the most preferred source that exists feeds in_1.
     @Test("input routing follows its preference list")
     func inputPreference() throws {
-      let server = try JackServer(period: 64)
-      let sourceB = try TestClient(
-        name: "lmsrcB", server: server.name, signal: .frameCode, captureChannels: 0)
-      let livemic = try LiveMicProcess([
-        "-s", server.name, "-n", "lmrin", "--no-connect", "--route-in", "lmsrcA:out", "--route-in",
-        "lmsrcB:out",
-      ])
-      #expect(livemic.waitForLog("input route: requested 'lmsrcA:out' then 'lmsrcB:out'"), "\(livemic.log)")
-      #expect(sourceB.connections(of: "lmrin:in_1") == ["lmsrcB:out"])
-      var sourceA: TestClient? = try TestClient(
-        name: "lmsrcA", server: server.name, signal: .frameCode, captureChannels: 0)
+      let rig = try LiveRig(period: 64, clients: [.init(name: "lmsrcB", signal: .frameCode)]) { _ in
+        ["--no-connect", "--route-in", "lmsrcA:out", "--route-in", "lmsrcB:out"]
+      }
+      defer { rig.stop() }
+      let (sourceB, livemic) = (rig.client("lmsrcB"), rig.livemic)
+      // Logged before LiveMic answers `status` (the route is applied before its loop runs).
+      #expect(livemic.log.contains("input route: requested 'lmsrcA:out' then 'lmsrcB:out'"), "\(livemic.log)")
+      #expect(sourceB.connections(of: "lmclient:in_1") == ["lmsrcB:out"])
+      var sourceA: TestClient? = try rig.join(.init(name: "lmsrcA", signal: .frameCode))
       #expect(
-        waitUntil(seconds: 5) { sourceB.connections(of: "lmrin:in_1") == ["lmsrcA:out"] }, "\(livemic.log)")
+        waitUntil(seconds: 5) { sourceB.connections(of: "lmclient:in_1") == ["lmsrcA:out"] }, "\(livemic.log)"
+      )
       sourceA?.close()
       sourceA = nil
       #expect(
-        waitUntil(seconds: 5) { sourceB.connections(of: "lmrin:in_1") == ["lmsrcB:out"] }, "\(livemic.log)")
+        waitUntil(seconds: 5) { sourceB.connections(of: "lmclient:in_1") == ["lmsrcB:out"] }, "\(livemic.log)"
+      )
       #expect(!livemic.log.contains("output muted"), "an input change never mutes")
-      #expect(livemic.interrupt() == 0)
-      sourceB.close()
-      server.stop()
     }
   }
 }
