@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// What the routing, mode and process suites need beside `LiveRig`'s own init: clients that come
+/// What suites need beside `LiveRig`'s own init: clients that come
 /// after LiveMic, `ctl --json` answers as objects, and waits on LiveMic's own evidence (its
 /// threads, the real-time guard's report) instead of sleeps. LiveMic's client name is the rig's
 /// (`LiveRig.clientName`, `lmclient`): the suites' port names follow it.
