@@ -5,12 +5,6 @@ extension EndToEnd {
   /// The EBU R128 loudness meter on a real jackd (dummy backend), with the release binary.
   @Suite("Loudness", .serialized)
   struct LoudnessTests {
-    static func ctl(_ words: [String], _ rig: LiveRig) throws -> [String: Any] {
-      jsonObject(
-        try runLiveMic(["ctl", "-n", LiveRig.clientName, "--json"] + words, environment: rig.environment)
-          .stdout)
-    }
-
     static func figures(_ object: [String: Any]) -> [String: Double] {
       object["loudness"] as? [String: Double] ?? [:]
     }
@@ -27,7 +21,7 @@ extension EndToEnd {
       // The start ramp (1 s) and a full short-term window (3 s) of the steady sine, by LiveMic's
       // own cycles.
       rig.waitForAudio(seconds: 5)
-      let meters = Self.figures(try Self.ctl(["meters", "--once"], rig))
+      let meters = Self.figures(try rig.json(["meters", "--once"]))
       print("loudness end to end, meters: \(meters)")
       #expect(abs((meters["momentary_lufs"] ?? 0) - -23) <= 0.2, "\(meters)")
       #expect(abs((meters["shortterm_lufs"] ?? 0) - -23) <= 0.2, "\(meters)")
@@ -37,7 +31,7 @@ extension EndToEnd {
       // really has inter-sample peaks above the sine's, and the true-peak meter rightly reads
       // them (seen here: -22.5 and -21.7 dBTP after xruns, -22.5 after a gap on PipeWire). A
       // band-limited jump from +A to -A overshoots by Gibbs' 9 % of 2A: at most 1.18 A, +1.43 dB.
-      let status = try Self.ctl(["status"], rig)
+      let status = try rig.json(["status"])
       let skipped =
         ((status["xruns"] as? NSNumber)?.intValue ?? 0)
         + ((status["missed_cycles"] as? NSNumber)?.intValue ?? 0)
@@ -46,10 +40,10 @@ extension EndToEnd {
         abs((meters["true_peak_dbtp"] ?? 0) - -23) <= (skipped == 0 ? 0.2 : 1.5),
         "\(meters), \(skipped) skipped cycles (xruns and frame-time gaps, LiveMic's and the generator's)")
 
-      let reset = try Self.ctl(["loudness", "reset"], rig)
+      let reset = try rig.json(["loudness", "reset"])
       #expect(reset["ok"] as? Bool == true, "\(reset)")
       rig.waitForAudio(seconds: 2)
-      let after = Self.figures(try Self.ctl(["status"], rig))
+      let after = Self.figures(try rig.json(["status"]))
       print("loudness end to end, status 2 s after a reset: \(after)")
       // After the reset only the steady sine counts.
       #expect(abs((after["integrated_lufs"] ?? 0) - -23) <= 0.2, "\(after)")

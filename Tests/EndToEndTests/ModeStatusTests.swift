@@ -27,9 +27,7 @@ extension EndToEnd {
       let rig = try LiveRig(period: 64) { _ in ["-p", good, "--no-connect"] }
       defer { rig.stop() }
       let livemic = rig.livemic
-      let ctl = { (words: [String]) in
-        try runLiveMic(["ctl", "-n", LiveRig.clientName] + words, environment: rig.environment)
-      }
+      let ctl = { (words: [String]) in try rig.ctl(words) }
       let status = jsonObject(try ctl(["--json", "status"]).stdout)
       let stages = status["chain"] as? [[String: Any]] ?? []
       let hp = stages.first { $0["id"] as? String == "highpass" } ?? [:]

@@ -90,9 +90,7 @@ extension EndToEnd {
       let events = folder.appendingPathComponent("events.jsonl")
       let rig = try LiveRig(period: 64) { _ in ["-p", file, "--no-connect", "--events", events.path] }
       defer { rig.stop() }
-      let ctl = { (words: [String]) in
-        try runLiveMic(["ctl", "-n", LiveRig.clientName, "--json"] + words, environment: rig.environment)
-      }
+      let ctl = { (words: [String]) in try rig.ctl(["--json"] + words) }
       // The list: the high-pass built-in by default, denoise automatic (no plugin of its list).
       let list = (jsonObject(try ctl(["mode"]).stdout)["modes"] as? [[String: Any]] ?? []).map {
         "\($0["id"] ?? "?") \($0["mode"] ?? "?") \($0["implementation"] ?? "?")"
@@ -122,7 +120,7 @@ extension EndToEnd {
         (["mode", "nosuch", "builtin"], "the running chain has no stage 'nosuch'"),
         (["mode", "denoise", "fancy"], "needs a \"mode\": builtin, plugin, automatic or webrtc"),
       ] {
-        let refused = try runLiveMic(["ctl", "-n", LiveRig.clientName] + words, environment: rig.environment)
+        let refused = try rig.ctl(words)
         #expect(refused.status == 1 && refused.stderr.contains(sentence), "\(words): \(refused)")
       }
       let kept = jsonObject(try ctl(["status"]).stdout)

@@ -19,8 +19,7 @@ extension LiveRig {
   /// `livemic ctl -n lmclient --json WORDS` against this rig's LiveMic, its answer as an object
   /// (empty when it is not one).
   func json(_ words: [String]) throws -> [String: Any] {
-    jsonObject(
-      try runLiveMic(["ctl", "-n", Self.clientName, "--json"] + words, environment: environment).stdout)
+    jsonObject(try ctl(["--json"] + words).stdout)
   }
 
   /// The path of this rig's control socket (under its folder, LiveMic's `XDG_RUNTIME_DIR`).

@@ -99,6 +99,12 @@ final class LiveRig {
   /// Runs `livemic ctl -n lmclient WORDS` against this rig's LiveMic.
   @discardableResult
   func ctl(_ words: String...) throws -> (status: Int32, stdout: String, stderr: String) {
+    try ctl(words)
+  }
+
+  /// Runs `livemic ctl -n lmclient WORDS` against this rig's LiveMic.
+  @discardableResult
+  func ctl(_ words: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
     try runLiveMic(["ctl", "-n", Self.clientName] + words, environment: environment)
   }
 
