@@ -27,6 +27,8 @@ let package = Package(
     .systemLibrary(
       name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
     .systemLibrary(name: "CQRencode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
+    // glibc's heap figures (mallinfo2) for `status`: part of libc, nothing to link.
+    .systemLibrary(name: "CMalloc"),
     // The C half of LV2 hosting: the variadic log functions and a lock-free log queue.
     .target(name: "CLV2Support"),
     // WebRTC's audio processing (C++) behind a C interface, on a helper thread of its own.
@@ -69,7 +71,7 @@ let package = Package(
       name: "LiveMicControl",
       dependencies: [
         "LiveMicPresets", "LiveMicOffline", "LiveMicEngine", "LV2Host", "DSP", "CSndfile", "CLo",
-        "CMicroHTTPD", "CQRencode",
+        "CMicroHTTPD", "CQRencode", "CMalloc",
       ]),
 
     // Argument parsing and wiring, and the CLI-only commands (`ctl`, `monitor`, references).

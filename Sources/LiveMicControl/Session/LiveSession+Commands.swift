@@ -79,6 +79,7 @@ extension LiveSession {
       "missed_cycles": .int(state.missedCycles.load(ordering: .relaxed)), "chain": .array(stages),
       "denormals_flushed": .bool(state.denormalsFlushed.load(ordering: .relaxed)),
       "freewheeling": .bool(client.events.freewheeling.load(ordering: .relaxed)),
+      "memory": ProcessMemory.status,
     ]
     for part in [stateStatus, Self.missedCycleStatus(state), recorder.tapStatus, recorder.loudnessStatus] {
       fields.merge(part)
