@@ -20,12 +20,16 @@ final class LiveRig {
     var midi = false
     /// How many seconds of each capture channel the client keeps (`TestClient`'s `seconds`).
     var seconds: Double = 12
+    /// False: registered but not active when LiveMic starts (the test calls `activate()`).
+    var activate = true
   }
 
   /// LiveMic's JACK client name, and the name `ctl -n` reaches it by.
   static let clientName = "lmclient"
 
   let folder: URL
+  /// Whether the rig made `folder` (and removes it at deinit) or the test gave it.
+  private let ownsFolder: Bool
   let server: JackServer
   /// The test's clients, in the order it gave them.
   let clients: [TestClient]
@@ -39,13 +43,16 @@ final class LiveRig {
 
   /// Starts a server (`period` frames), the `clients`, then `livemic` with `-s SERVER -n
   /// lmclient` and the arguments `arguments` makes from the clients (their port names), and
-  /// waits until it answers `status`. `guarded` preloads the project's real-time guard.
+  /// waits until it answers `status`. `guarded` preloads the project's real-time guard. `folder`:
+  /// one the test made (`Paths.temporaryFolder`) to name files in on LiveMic's command line
+  /// (recordings, events, presets) and read after `stop()`; the test removes it, not the rig.
   init(
     period: Int = JackServer.takePeriod, clients specs: [Client] = [], guarded: Bool = false,
-    environment extra: [String: String] = [:], sourceLocation: SourceLocation = #_sourceLocation,
-    _ arguments: ([TestClient]) -> [String] = { _ in [] }
+    folder given: URL? = nil, environment extra: [String: String] = [:],
+    sourceLocation: SourceLocation = #_sourceLocation, _ arguments: ([TestClient]) -> [String] = { _ in [] }
   ) throws {
-    folder = Paths.temporaryFolder("rig")
+    folder = given ?? Paths.temporaryFolder("rig")
+    ownsFolder = given == nil
     environment = ["XDG_RUNTIME_DIR": folder.path].merging(extra) { _, new in new }
     server = try JackServer(period: period)
     var made: [TestClient] = []
@@ -53,7 +60,7 @@ final class LiveRig {
       made.append(
         try TestClient(
           name: spec.name, server: server.name, signal: spec.signal, captureChannels: spec.captureChannels,
-          seconds: spec.seconds, midi: spec.midi))
+          seconds: spec.seconds, midi: spec.midi, activate: spec.activate))
     }
     clients = made
     counters = guarded ? folder.appendingPathComponent("rtguard.txt") : nil
@@ -85,7 +92,7 @@ final class LiveRig {
 
   deinit {
     stop()
-    try? FileManager.default.removeItem(at: folder)
+    if ownsFolder { try? FileManager.default.removeItem(at: folder) }
   }
 
   /// The client named `name`.
