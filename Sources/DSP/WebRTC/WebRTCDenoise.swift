@@ -5,7 +5,7 @@ import Synchronization
 /// spectral features, stronger on non-stationary noise than speexdsp's. Mono; latency 27 ms
 /// at 48 kHz (two 10 ms frames and WebRTC's own 7 ms; at a JACK period over 10 ms, one frame, the
 /// period and WebRTC's own), declared.
-public struct WebRTCDenoise: VoiceUnit {
+public struct WebRTCDenoise: WebRTCUnit {
   public static let typeName = "webrtc-denoise"
   public static let summary =
     "Noise suppression with WebRTC's audio processing (the library of PulseAudio's and PipeWire's echo cancellers); mono, adds 27 ms of latency at 48 kHz (more at JACK periods over 10 ms: a period instead of one of its two frames)."
@@ -16,30 +16,14 @@ public struct WebRTCDenoise: VoiceUnit {
     ),
     lateFramesParameter,
   ]
-  private var core = WebRTCUnitCore()
+  static var features: Int32 { Int32(LIVEMIC_WEBRTC_NOISE) }
+  var core = WebRTCUnitCore()
 
   public init() {}
-
-  public var latencyFrames: Int { core.latencyFrames }
-
-  public mutating func prepare(sampleRate: Double, maxFrames: Int, parameters: ParameterValues) {
-    prepare(sampleRate: sampleRate, maxFrames: maxFrames, parameters: parameters, context: .offline)
-  }
-
-  /// Makes the WebRTC processor for `context` (its helper thread's priority and latency).
-  public mutating func prepare(
-    sampleRate: Double, maxFrames: Int, parameters: ParameterValues, context: ProcessingContext
-  ) {
-    core.prepare(
-      sampleRate: sampleRate, maxFrames: maxFrames, features: Int32(LIVEMIC_WEBRTC_NOISE), context: context)
-  }
 
   /// The WebRTC level for a suppression in dB.
   /// - Realtime: safe
   static func level(suppressionDecibels db: Float) -> Int32 { db >= 20 ? 3 : db >= 15 ? 2 : db >= 10 ? 1 : 0 }
-
-  /// - Realtime: safe
-  public mutating func reset() {}
 
   /// - Realtime: safe
   public mutating func process(_ block: StereoBlock, parameters p: ParameterValues) {
@@ -47,7 +31,4 @@ public struct WebRTCDenoise: VoiceUnit {
       livemic_webrtc_set_noise_level($0, $1[0])
     }
   }
-
-  /// - Realtime: safe
-  public func outputValue(_ index: Int) -> Float { index == 1 ? core.lateFrames : 0 }
 }

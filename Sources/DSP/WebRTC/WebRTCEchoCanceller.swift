@@ -13,7 +13,7 @@ import Synchronization
 /// at its lowest setting (EchoRoomTests, scripts/bench-quality). speexdsp's linear filter first
 /// takes 10–20 dB of the echo out without touching the voice, so the suppressor finds the voice
 /// on top and leaves it: 2.0–2.5 dB in the same room, ERLE 36–38 dB.
-public struct WebRTCEchoCanceller: VoiceUnit {
+public struct WebRTCEchoCanceller: WebRTCUnit {
   public static let typeName = "webrtc-aec"
   public static let summary =
     "Echo cancellation with speexdsp's adaptive filter, then WebRTC's audio processing (extended filter, delay-agnostic); mono, adds 33 ms of latency at 48 kHz (more at JACK periods over 10 ms: a period instead of one of WebRTC's two frames)."
@@ -25,7 +25,8 @@ public struct WebRTCEchoCanceller: VoiceUnit {
     lateFramesParameter,
   ]
   public static var wantsReference: Bool { true }
-  private var core = WebRTCUnitCore()
+  static var features: Int32 { Int32(LIVEMIC_WEBRTC_ECHO) }
+  var core = WebRTCUnitCore()
   /// speexdsp's adaptive filter, run first (`EchoCanceller.Engine`, linear only).
   private var linear: EchoCanceller.Engine?
   private var reference = ReferenceChoice()
@@ -35,17 +36,13 @@ public struct WebRTCEchoCanceller: VoiceUnit {
   /// WebRTC's latency and the linear stage's frame.
   public var latencyFrames: Int { core.latencyFrames + (linear?.buffers.frame ?? 0) }
 
-  public mutating func prepare(sampleRate: Double, maxFrames: Int, parameters: ParameterValues) {
-    prepare(sampleRate: sampleRate, maxFrames: maxFrames, parameters: parameters, context: .offline)
-  }
-
-  /// Makes the WebRTC processor for `context` (its helper thread's priority and latency).
+  /// Makes the linear stage, then the WebRTC processor for `context` (its helper thread's
+  /// priority and latency).
   public mutating func prepare(
     sampleRate: Double, maxFrames: Int, parameters: ParameterValues, context: ProcessingContext
   ) {
     linear = EchoCanceller.makeEngine(sampleRate: sampleRate, linearOnly: true)
-    core.prepare(
-      sampleRate: sampleRate, maxFrames: maxFrames, features: Int32(LIVEMIC_WEBRTC_ECHO), context: context)
+    core.prepare(sampleRate: sampleRate, maxFrames: maxFrames, features: Self.features, context: context)
   }
 
   /// - Realtime: safe
@@ -59,9 +56,6 @@ public struct WebRTCEchoCanceller: VoiceUnit {
     linear?.process(block)
     core.run(block, setting: SIMD2(level, 0)) { livemic_webrtc_set_echo_level($0, $1[0]) }
   }
-
-  /// - Realtime: safe
-  public func outputValue(_ index: Int) -> Float { index == 2 ? core.lateFrames : 0 }
 
   /// - Realtime: safe
   public mutating func receiveReference(_ block: StereoBlock, from source: ReferenceSource) {

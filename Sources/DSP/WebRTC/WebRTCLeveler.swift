@@ -4,7 +4,7 @@ import Synchronization
 /// WebRTC's adaptive digital gain control with its limiter (the `webrtc` engine of `leveler`).
 /// Mono; latency 21 ms at 48 kHz (more at JACK periods over 10 ms, as for `WebRTCDenoise`),
 /// declared.
-public struct WebRTCLeveler: VoiceUnit {
+public struct WebRTCLeveler: WebRTCUnit {
   public static let typeName = "webrtc-leveler"
   public static let summary =
     "Automatic gain control with WebRTC's audio processing (adaptive digital, with its limiter); mono, adds 21 ms of latency at 48 kHz (more at JACK periods over 10 ms: a period instead of one of its two frames)."
@@ -17,26 +17,10 @@ public struct WebRTCLeveler: VoiceUnit {
       "Largest gain applied (WebRTC's compression gain)."),
     lateFramesParameter,
   ]
-  private var core = WebRTCUnitCore()
+  static var features: Int32 { Int32(LIVEMIC_WEBRTC_GAIN) }
+  var core = WebRTCUnitCore()
 
   public init() {}
-
-  public var latencyFrames: Int { core.latencyFrames }
-
-  public mutating func prepare(sampleRate: Double, maxFrames: Int, parameters: ParameterValues) {
-    prepare(sampleRate: sampleRate, maxFrames: maxFrames, parameters: parameters, context: .offline)
-  }
-
-  /// Makes the WebRTC processor for `context` (its helper thread's priority and latency).
-  public mutating func prepare(
-    sampleRate: Double, maxFrames: Int, parameters: ParameterValues, context: ProcessingContext
-  ) {
-    core.prepare(
-      sampleRate: sampleRate, maxFrames: maxFrames, features: Int32(LIVEMIC_WEBRTC_GAIN), context: context)
-  }
-
-  /// - Realtime: safe
-  public mutating func reset() {}
 
   /// - Realtime: safe
   public mutating func process(_ block: StereoBlock, parameters p: ParameterValues) {
@@ -44,7 +28,4 @@ public struct WebRTCLeveler: VoiceUnit {
     let gain = Int32(min(max(p.current(1).rounded(), 0), 90))
     core.run(block, setting: SIMD2(target, gain)) { livemic_webrtc_set_gain($0, $1[0], $1[1]) }
   }
-
-  /// - Realtime: safe
-  public func outputValue(_ index: Int) -> Float { index == 2 ? core.lateFrames : 0 }
 }

@@ -8,6 +8,37 @@ let lateFramesParameter = ParameterSpec(
   "10 ms frames WebRTC's helper thread did not finish in time and played unprocessed, since the stage was made (read-only); a count that grows means the machine is too busy for it."
 )
 
+/// A unit that runs one WebRTC processor (`core`) for `features`: the preparing, the latency and
+/// the late-frame report are written here once. A unit with more to prepare (the echo
+/// canceller's linear stage) writes its own `prepare(...context:)` and `latencyFrames`.
+protocol WebRTCUnit: VoiceUnit {
+  /// The processor's features (`LIVEMIC_WEBRTC_*`).
+  static var features: Int32 { get }
+  var core: WebRTCUnitCore { get set }
+}
+
+extension WebRTCUnit {
+  public var latencyFrames: Int { core.latencyFrames }
+
+  public mutating func prepare(sampleRate: Double, maxFrames: Int, parameters: ParameterValues) {
+    prepare(sampleRate: sampleRate, maxFrames: maxFrames, parameters: parameters, context: .offline)
+  }
+
+  /// Makes the WebRTC processor for `context` (its helper thread's priority and latency).
+  public mutating func prepare(
+    sampleRate: Double, maxFrames: Int, parameters: ParameterValues, context: ProcessingContext
+  ) {
+    core.prepare(sampleRate: sampleRate, maxFrames: maxFrames, features: Self.features, context: context)
+  }
+
+  /// The late-frame count for `lateFramesParameter`, the last parameter; 0 for the others.
+  /// - Realtime: safe
+  public func outputValue(_ index: Int) -> Float { index == Self.parameters.count - 1 ? core.lateFrames : 0 }
+
+  /// - Realtime: safe
+  public mutating func reset() {}
+}
+
 /// What each WebRTC unit keeps: its processor and the setting it last handed to it.
 /// Thread: prepared off the audio thread; run on it.
 struct WebRTCUnitCore {
