@@ -11,7 +11,6 @@ extension EndToEnd {
       "ctl status reports mode, implementation and why; a plugin-mode preset without its plugin is refused at reload"
     )
     func statusAndRefusedReload() throws {
-      // The presets are named on LiveMic's command line, before the rig's own folder exists.
       let folder = Paths.temporaryFolder("modes")
       defer { try? FileManager.default.removeItem(at: folder) }
       let good = folder.appendingPathComponent("modes.json").path
@@ -24,7 +23,7 @@ extension EndToEnd {
       let bad = folder.appendingPathComponent("bad.json").path
       try #"{"name": "bad", "chain": [{"unit": "aec", "mode": "plugin", "plugins": ["\#(Self.bogus)"]}]}"#
         .write(toFile: bad, atomically: true, encoding: .utf8)
-      let rig = try LiveRig(period: 64) { _ in ["-p", good, "--no-connect"] }
+      let rig = try LiveRig(period: 64, folder: folder) { _ in ["-p", good, "--no-connect"] }
       defer { rig.stop() }
       let livemic = rig.livemic
       let ctl = { (words: [String]) in try rig.ctl(words) }

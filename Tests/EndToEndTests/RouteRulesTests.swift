@@ -20,7 +20,6 @@ extension EndToEnd {
 
     @Test("without --route-out the outputs' start connections are the default: losing them mutes, unasked")
     func defaultRouteWithoutPolicy() throws {
-      // The events file is named on LiveMic's command line, before the rig's own folder exists.
       let folder = Paths.temporaryFolder("routedef")
       defer { try? FileManager.default.removeItem(at: folder) }
       let file = folder.appendingPathComponent("events.jsonl")
@@ -29,7 +28,7 @@ extension EndToEnd {
         clients: [
           .init(name: "lmgen", signal: .sine(frequencyHz: 440, amplitude: 0.3)),
           .init(name: "lmrspk", captureChannels: 2),
-        ]
+        ], folder: folder
       ) { _ in
         [
           "-p", "flat", "--connect-in", "lmgen:out", "--connect-out", "lmrspk:in_1,lmrspk:in_2", "--events",
@@ -99,7 +98,6 @@ extension EndToEnd {
 
     @Test("a loss mutes before the fallback; preferred, override and default moves do not mute")
     func lossPreferenceOverrideDefault() throws {
-      // The events file is named on LiveMic's command line, before the rig's own folder exists.
       let folder = Paths.temporaryFolder("routerules")
       defer { try? FileManager.default.removeItem(at: folder) }
       let file = folder.appendingPathComponent("events.jsonl")
@@ -109,7 +107,8 @@ extension EndToEnd {
       var witnessPath: Error?
       let rig = try LiveRig(
         period: JackServer.takePeriod,
-        clients: [.init(name: "lmgen", signal: signal), speakerSpec("lmrspkA"), speakerSpec("lmrspkB")]
+        clients: [.init(name: "lmgen", signal: signal), speakerSpec("lmrspkA"), speakerSpec("lmrspkB")],
+        folder: folder
       ) { c in
         do {
           for s in c[1...] { try s.connect("lmgen:out", s.portName("in_1")) }

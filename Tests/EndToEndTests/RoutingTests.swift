@@ -8,7 +8,6 @@ extension EndToEnd {
     /// the user named it); A vanishing falls back to B, muted; SIGUSR1 unmutes.
     @Test("a preferred target is taken when it appears; a lost target mutes and falls back")
     func preferenceFallbackAndMute() throws {
-      // The events file is named on LiveMic's command line, before the rig's own folder exists.
       let folder = Paths.temporaryFolder("route")
       defer { try? FileManager.default.removeItem(at: folder) }
       let file = folder.appendingPathComponent("events.jsonl")
@@ -17,7 +16,7 @@ extension EndToEnd {
         clients: [
           .init(name: "lmgen", signal: .sine(frequencyHz: 440, amplitude: 0.3)),
           .init(name: "lmspkB", captureChannels: 2),
-        ], guarded: true
+        ], guarded: true, folder: folder
       ) { _ in
         [
           "-p", "flat", "--connect-in", "lmgen:out", "--route-out", "lmspkA:in_", "--route-out", "lmspkB:in_",
