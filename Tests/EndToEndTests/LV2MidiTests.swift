@@ -12,6 +12,13 @@ extension EndToEnd {
     static let gate = "http://lv2plug.in/plugins/eg-midigate"
     static let signal = TestSignal.sine(frequencyHz: 500, amplitude: 0.2)
 
+    /// A MIDI keyboard of the test's, joined after LiveMic started, patched to its MIDI input.
+    static func keyboard(_ rig: LiveRig) throws -> TestClient {
+      let keys = try rig.join(LiveRig.Client(name: "lmkeys", midi: true))
+      try keys.connect("lmkeys:midi_out", "\(LiveRig.clientName):midi_in")
+      return keys
+    }
+
     /// One take of a note: the frame times the note-on and note-off went out at, and the
     /// recording over the note (frame times, the generator's signal, LiveMic's two outputs).
     struct Played {
@@ -48,10 +55,8 @@ extension EndToEnd {
       }
       let (capture, livemic) = (rig.client("lmcap"), rig.livemic)
       #expect(!livemic.log.contains("left out"), "\(livemic.log)")
-      let keys = try TestClient(
-        name: "lmkeys", server: rig.server.name, signal: nil, captureChannels: 0, midi: true)
+      let keys = try Self.keyboard(rig)
       defer { keys.close() }
-      try keys.connect("lmkeys:midi_out", "lmclient:midi_in")
       rig.waitForAudio()  // the start ramp
       let witness = rig.witness(capture, generators: [(0, signal)])
       let (on, off, start, end) = try retaking("a note through a plugin") {
@@ -159,10 +164,8 @@ extension EndToEnd {
       defer { rig.stop() }
       let (capture, livemic) = (rig.client("lmcap"), rig.livemic)
       #expect(!livemic.log.contains("left out"), "\(livemic.log)")
-      let keys = try TestClient(
-        name: "lmkeys", server: rig.server.name, signal: nil, captureChannels: 0, midi: true)
+      let keys = try Self.keyboard(rig)
       defer { keys.close() }
-      try keys.connect("lmkeys:midi_out", "lmclient:midi_in")
       rig.waitForAudio()  // the start ramp
       /// `ctl get sampler.sample` once it answers `path` (the plugin reports the file it loaded).
       func reported(_ path: String) -> Bool {

@@ -8,12 +8,12 @@ import Testing
 extension LiveRig {
   /// A JACK client of the test's that comes after LiveMic started (a device that appears, or one
   /// made again after `server.killAndRestart()`), on the rig's server. Not in `clients` (those
-  /// are made before LiveMic): the test closes it, or its deinit does. `activate: false`
-  /// registers its ports only (`TestClient.activate()` then activates it).
-  func join(_ spec: Client, activate: Bool = true) throws -> TestClient {
+  /// are made before LiveMic): the test closes it, or its deinit does. `activate` (default: the
+  /// spec's) false registers its ports only (`TestClient.activate()` then activates it).
+  func join(_ spec: Client, activate: Bool? = nil) throws -> TestClient {
     try TestClient(
       name: spec.name, server: server.name, signal: spec.signal, captureChannels: spec.captureChannels,
-      seconds: spec.seconds, midi: spec.midi, activate: activate)
+      seconds: spec.seconds, midi: spec.midi, activate: activate ?? spec.activate)
   }
 
   /// `livemic ctl -n lmclient --json WORDS` against this rig's LiveMic, its answer as an object
