@@ -72,7 +72,7 @@ extension EndToEnd {
       let (muted, _) = Self.ask(socket, "{\"cmd\":\"mute\",\"mode\":\"input\"}", within: 0.5)
       #expect(muted?["ok"] as? Bool == true, "\(muted ?? [:])")
       try server.killAndRestart()
-      #expect(livemic.waitForLog("reconnected to"), "\(livemic.log)")
+      #expect(rig.waitForReconnections(1), "\(livemic.log)")
       let (after, _) = Self.ask(socket, "{\"cmd\":\"status\"}", within: 0.5)
       #expect(after?["state"] as? String == "muted", "\(after ?? [:])")
       #expect(after?["mute_mode"] as? String == "input", "\(after ?? [:])")

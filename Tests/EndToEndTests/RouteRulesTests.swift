@@ -79,7 +79,7 @@ extension EndToEnd {
       // The server dies with every client still on it (their ports go with it, not before).
       try rig.server.killAndRestart()
       for s in speakers { s.abandon() }
-      #expect(livemic.waitForLog("reconnected to"), "\(livemic.log)")
+      #expect(rig.waitForReconnections(1), "\(livemic.log)")
       // The default's client comes back first, the override's a moment later.
       speakers = [try rig.join(.init(name: "lmrA", captureChannels: 2))]
       defer { for s in speakers { s.close() } }

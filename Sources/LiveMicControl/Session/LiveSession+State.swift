@@ -122,6 +122,7 @@ extension LiveSession {
     var fields: JSONObject = [
       "state": .string(supervisorState.name), "muted": .bool(supervisorState.isMuted),
       "mute_mode": .string(supervisorState.muteModeName),
+      "reconnections": .int(supervisorState.reconnections),
     ]
     if case .reconnecting(let attempt, let lost) = supervisorState.link {
       let seconds = Double(DispatchTime.now().uptimeNanoseconds &- lost) / 1e9

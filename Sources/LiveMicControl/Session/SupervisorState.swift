@@ -33,6 +33,8 @@ public struct SupervisorState: Equatable, Sendable {
   /// The route muted the output (ramp) because its target was lost; held until unmuted (or the
   /// `continue` policy lifts it after the move).
   public var routeMuted = false
+  /// Reconnections since the start (`status`'s `reconnections`): each `reconnected` counts one.
+  public var reconnections = 0
 
   public init(link: Link = .live, muteMode: MuteMode? = nil, routeMuted: Bool = false) {
     self.link = link
@@ -139,6 +141,7 @@ public struct SupervisorState: Equatable, Sendable {
     case .reconnected:
       guard case .reconnecting = link else { throw .notNow(event: "reconnected", state: name) }
       next.link = .live
+      next.reconnections += 1
     case .stop: next.link = .stopping
     }
     return next

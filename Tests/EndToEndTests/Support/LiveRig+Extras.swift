@@ -40,4 +40,13 @@ extension LiveRig {
     let before = cycles()
     return waitUntil(seconds: timeoutSeconds) { cycles() > before }
   }
+
+  /// The reconnections LiveMic's `status` counts (nil when it does not answer).
+  var reconnections: Int? { status()?["reconnections"] as? Int }
+
+  /// Returns once LiveMic's `status` counts `count` reconnections (its connections restored
+  /// then: the supervisor answers only after the whole reconnection); false after `seconds`.
+  func waitForReconnections(_ count: Int, seconds: Double = 10) -> Bool {
+    waitUntil(seconds: seconds) { (reconnections ?? -1) >= count }
+  }
 }

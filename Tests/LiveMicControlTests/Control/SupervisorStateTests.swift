@@ -41,6 +41,7 @@ import Testing
     case .reconnected:
       guard case .reconnecting = s.link else { return nil }
       n.link = .live
+      n.reconnections += 1
     case .stop: n.link = .stopping
     }
     return n
@@ -103,7 +104,9 @@ import Testing
     s = try s.applying(.attempt).applying(.mute(.suspend)).applying(.attempt)
     #expect(s.link == .reconnecting(attempt: 2, lostNanoseconds: 5) && s.muteMode == .suspend)
     s = try s.applying(.unmute).applying(.mute(.ramp)).applying(.reconnected)
-    #expect(s == S(muteMode: .ramp) && s.audio.outputSilent && s.audio.clientActive)
+    var expected = S(muteMode: .ramp)
+    expected.reconnections = 1
+    #expect(s == expected && s.audio.outputSilent && s.audio.clientActive)
     #expect(throws: S.Refusal.notNow(event: "reconnected", state: "muted")) { try s.applying(.reconnected) }
     s = try s.applying(.stop)
     for event in Self.events { #expect(throws: S.Refusal.stopping) { try s.applying(event) } }
