@@ -1,5 +1,6 @@
 import DSP
 import Foundation
+import TestSupport
 import Testing
 
 // MARK: WAV files and sox
@@ -60,16 +61,8 @@ enum Sox {
   /// Runs sox with `arguments`; returns its exit status and standard error.
   static func run(_ arguments: [String]) throws -> (status: Int32, stderr: String) {
     guard let path else { return (-1, "sox not found") }
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: path)
-    p.arguments = arguments
-    let err = Pipe()
-    p.standardError = err
-    p.standardOutput = FileHandle.nullDevice
-    try p.run()
-    let data = err.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    return (p.terminationStatus, String(decoding: data, as: UTF8.self))
+    let result = try Programs.run(path, arguments)
+    return (result.status, result.err)
   }
 
   /// The impulse response of sox's `effect` (e.g. `["bass", "6"]`) at 48 kHz, `frames` long,

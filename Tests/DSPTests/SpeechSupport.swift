@@ -1,5 +1,6 @@
 import DSP
 import Foundation
+import TestSupport
 import Testing
 
 /// A real spoken sentence for the voice tests: espeak-ng speaks it to a WAV, sox resamples it to
@@ -38,18 +39,13 @@ enum Speech {
     try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: dir) }
     let raw = dir.appendingPathComponent("raw.wav")
-    let speaker = Process()
-    speaker.executableURL = URL(fileURLWithPath: espeak)
-    speaker.arguments =
+    let spoken = try Programs.run(
+      espeak,
       (wordsPerMinute.map { ["-s", String($0)] } ?? []) + (voice.map { ["-v", $0] } ?? []) + [
         "-w", raw.path, text,
-      ]
-    speaker.standardOutput = FileHandle.nullDevice
-    speaker.standardError = FileHandle.nullDevice
-    try speaker.run()
-    speaker.waitUntilExit()
-    guard speaker.terminationStatus == 0 else {
-      Issue.record("espeak-ng failed (\(speaker.terminationStatus))")
+      ])
+    guard spoken.status == 0 else {
+      Issue.record("espeak-ng failed (\(spoken.status)): \(spoken.err)")
       return nil
     }
     let resampled = dir.appendingPathComponent("speech.wav")

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// Speech from espeak-ng at 48 kHz, mono, scaled to an RMS of −20 dBFS.
@@ -18,14 +19,8 @@ func spokenSentence(_ text: String) throws -> [Float] {
     (espeak, ["-s", "170", "-w", raw, text]),
     ("/usr/bin/sox", [raw, "-e", "floating-point", "-b", "32", "-r", "48000", "-c", "1", wav]),
   ] {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: tool)
-    p.arguments = arguments
-    p.standardOutput = FileHandle.nullDevice
-    p.standardError = FileHandle.nullDevice
-    try p.run()
-    p.waitUntilExit()
-    guard p.terminationStatus == 0 else { throw HarnessError("\(tool) failed (\(p.terminationStatus))") }
+    let result = try Programs.run(tool, arguments)
+    guard result.status == 0 else { throw HarnessError("\(tool) failed (\(result.status)): \(result.err)") }
   }
   var x = try readAudio(wav).samples
   let scale = Float(0.1 / rms(x[...]))

@@ -17,16 +17,14 @@ struct LoudnessTargetRenderTests {
     let raw = LoudnessTests.temporary("target-speech-raw-\(unique).wav")
     let path = LoudnessTests.temporary("target-speech-\(unique).wav")
     defer { try? FileManager.default.removeItem(atPath: raw) }
-    let espeak = Process()
-    espeak.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    espeak.arguments = [
-      "espeak-ng", "-w", raw,
-      "Good evening and welcome to the stream. Tonight we talk about loudness, and how a voice "
-        + "should sit over the music without ever getting too loud or too quiet. Let us begin.",
-    ]
-    try espeak.run()
-    espeak.waitUntilExit()
-    try #require(espeak.terminationStatus == 0, "espeak-ng is needed (scripts/setup --test installs it)")
+    let spoken = try Programs.run(
+      tool: "espeak-ng",
+      [
+        "-w", raw,
+        "Good evening and welcome to the stream. Tonight we talk about loudness, and how a voice "
+          + "should sit over the music without ever getting too loud or too quiet. Let us begin.",
+      ])
+    try #require(spoken?.status == 0, "espeak-ng is needed (scripts/setup --test installs it)")
     let (stereo, rate) = try LoudnessTests.readStereo(raw)
     let mono = stride(from: 0, to: stereo.count, by: 2).map { stereo[$0] }
     let peak = mono.reduce(0) { max($0, abs($1)) }

@@ -1,6 +1,7 @@
 import CEbur128
 import CSndfile
 import Foundation
+import TestSupport
 import Testing
 
 @testable import LiveMicControl
@@ -112,18 +113,17 @@ struct LoudnessTests {
   func speech() throws {
     let path = Self.temporary("speech.wav")
     defer { try? FileManager.default.removeItem(atPath: path) }
-    let espeak = Process()
-    espeak.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    espeak.arguments = [
-      "espeak-ng", "-w", path,
-      "The quick brown fox jumps over the lazy dog. Loudness is measured in units relative to full scale.",
-    ]
-    do { try espeak.run() } catch {
+    let spoken = try Programs.run(
+      tool: "espeak-ng",
+      [
+        "-w", path,
+        "The quick brown fox jumps over the lazy dog. Loudness is measured in units relative to full scale.",
+      ])
+    guard let spoken else {
       Issue.record("espeak-ng is needed for this test (scripts/setup --test installs it)")
       return
     }
-    espeak.waitUntilExit()
-    try #require(espeak.terminationStatus == 0, "espeak-ng failed; scripts/setup --test installs it")
+    try #require(spoken.status == 0, "espeak-ng failed: \(spoken.err)")
     let (samples, rate) = try Self.readStereo(path)
     let meter = try Self.chunked(samples, rate: rate)
     let ref = Self.reference(samples, rate: rate)

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TestSupport
 import Testing
 
 /// The release `livemic` binary run as a child process, its standard error kept in a file.
@@ -77,64 +78,25 @@ func runLiveMic(_ arguments: [String], environment extra: [String: String] = [:]
   return try runToEnd(Paths.livemic, arguments, environment: env)
 }
 
-/// Runs `executable ARGS` in `environment` (from the package root when `inRoot`) to completion:
-/// exit status, standard output and standard error. A run that has not ended after `limitSeconds`
-/// is killed (SIGKILL, status 9, and a line saying so at the end of its standard error): a hung
-/// child fails its test instead of holding the suite until CI's own limit.
+/// Runs `executable ARGS` in `environment` (from the package root when `inRoot`) to completion
+/// through the tests' one runner (`Programs.run`: both pipes read at once, killed after
+/// `limitSeconds`): exit status, standard output and standard error.
 func runToEnd(
   _ executable: URL, _ arguments: [String], environment: [String: String], inRoot: Bool = false,
   limitSeconds: Double = 600
 ) throws -> (status: Int32, stdout: String, stderr: String) {
-  let process = Process()
-  process.executableURL = executable
-  process.arguments = arguments
-  process.environment = environment
-  if inRoot { process.currentDirectoryURL = Paths.root }
-  let out = Pipe()
-  let err = Pipe()
-  process.standardOutput = out
-  process.standardError = err
-  try process.run()
-  let killed = Mutex(false)
-  let pid = process.processIdentifier
-  DispatchQueue.global().asyncAfter(deadline: .now() + limitSeconds) { [process] in
-    guard process.isRunning else { return }
-    killed.withLock { $0 = true }
-    kill(pid, SIGKILL)
-  }
-  // Both pipes are read at once: a child that fills one (64 KiB) while the runner waits for the
-  // other's end would block forever (ProcessRunnerTests).
-  let errRead = DispatchSemaphore(value: 0)
-  let errBox = Mutex(Data())
-  Thread.detachNewThread {
-    let data = err.fileHandleForReading.readDataToEndOfFile()
-    errBox.withLock { $0 = data }
-    errRead.signal()
-  }
-  let outData = out.fileHandleForReading.readDataToEndOfFile()
-  errRead.wait()
-  let errData = errBox.withLock { $0 }
-  process.waitUntilExit()
-  var errText = String(decoding: errData, as: UTF8.self)
-  if killed.withLock({ $0 }) {
-    errText +=
-      "\nrunToEnd: \(executable.lastPathComponent) did not end within \(Int(limitSeconds)) s and was killed\n"
-  }
-  return (process.terminationStatus, String(decoding: outData, as: UTF8.self), errText)
+  let (status, out, err) = try Programs.run(
+    executable.path, arguments, environment: environment, currentDirectory: inRoot ? Paths.root : nil,
+    limitSeconds: limitSeconds)
+  return (status, out, err)
 }
 
 /// Runs a tool found on PATH and returns its standard output (its errors go to the test's
 /// output); nil when it is missing or fails.
 func runTool(_ name: String, _ arguments: [String]) throws -> String? {
-  let process = Process()
-  process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-  process.arguments = [name] + arguments
-  let out = Pipe()
-  process.standardOutput = out
-  try process.run()
-  let data = out.fileHandleForReading.readDataToEndOfFile()
-  process.waitUntilExit()
-  return process.terminationStatus == 0 ? String(decoding: data, as: UTF8.self) : nil
+  guard let result = try Programs.run(tool: name, arguments) else { return nil }
+  if !result.err.isEmpty { print(result.err, terminator: "") }
+  return result.status == 0 ? result.out : nil
 }
 
 /// The project's real-time guard (Tests/Support/rtguard), compiled once per test run.

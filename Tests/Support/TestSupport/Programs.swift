@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The package's folder and the programs the offline test targets run (the built `livemic`,
 /// tools on PATH), for every test target that runs one. Thread: any.
@@ -35,32 +36,59 @@ public enum Programs {
     return FileManager.default.isExecutableFile(atPath: release) ? release : livemic
   }
 
-  /// Runs a program; returns its status, standard output and standard error.
-  public static func run(_ program: String, _ arguments: [String], environment: [String: String]? = nil)
-    throws -> (
-      status: Int32, out: String, err: String
-    )
-  {
+  /// Runs `program ARGS` to completion, in `environment` (the test's when nil) and
+  /// `currentDirectory`: exit status, standard output and standard error. A run that has not
+  /// ended after `limitSeconds` is killed (SIGKILL, status 9, and a line saying so at the end of
+  /// its standard error): a hung child fails its test instead of holding the suite until CI's own
+  /// limit. The one runner of the tests (EndToEndTests' `runToEnd` and `runLiveMic` call it).
+  public static func run(
+    _ program: String, _ arguments: [String], environment: [String: String]? = nil,
+    currentDirectory: URL? = nil, limitSeconds: Double = 600
+  ) throws -> (status: Int32, out: String, err: String) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: program)
     process.arguments = arguments
     if let environment { process.environment = environment }
-    // Files rather than pipes: nothing can block on a full pipe.
-    let folder = FileManager.default.temporaryDirectory
-    let outURL = folder.appendingPathComponent("livemic-native-out-\(getpid())-\(UUID().uuidString)")
-    let errURL = folder.appendingPathComponent("livemic-native-err-\(getpid())-\(UUID().uuidString)")
-    _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
-    _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
-    defer {
-      try? FileManager.default.removeItem(at: outURL)
-      try? FileManager.default.removeItem(at: errURL)
-    }
-    process.standardOutput = try FileHandle(forWritingTo: outURL)
-    process.standardError = try FileHandle(forWritingTo: errURL)
+    if let currentDirectory { process.currentDirectoryURL = currentDirectory }
+    let out = Pipe()
+    let err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
     try process.run()
+    let killed = Mutex(false)
+    let pid = process.processIdentifier
+    DispatchQueue.global().asyncAfter(deadline: .now() + limitSeconds) { [process] in
+      guard process.isRunning else { return }
+      killed.withLock { $0 = true }
+      kill(pid, SIGKILL)
+    }
+    // Both pipes are read at once: a child that fills one (64 KiB) while the runner waits for the
+    // other's end would block forever (EndToEndTests' ProcessRunnerTests).
+    let errRead = DispatchSemaphore(value: 0)
+    let errBox = Mutex(Data())
+    Thread.detachNewThread {
+      let data = err.fileHandleForReading.readDataToEndOfFile()
+      errBox.withLock { $0 = data }
+      errRead.signal()
+    }
+    let outData = out.fileHandleForReading.readDataToEndOfFile()
+    errRead.wait()
+    let errData = errBox.withLock { $0 }
     process.waitUntilExit()
-    let out = (try? String(contentsOf: outURL, encoding: .utf8)) ?? ""
-    let err = (try? String(contentsOf: errURL, encoding: .utf8)) ?? ""
-    return (process.terminationStatus, out, err)
+    var errText = String(decoding: errData, as: UTF8.self)
+    if killed.withLock({ $0 }) {
+      errText +=
+        "\nrun: \(URL(fileURLWithPath: program).lastPathComponent) did not end within "
+        + "\(Int(limitSeconds)) s and was killed\n"
+    }
+    return (process.terminationStatus, String(decoding: outData, as: UTF8.self), errText)
+  }
+
+  /// Runs the tool `name` found on PATH (`tool`) to completion; nil when it is not installed.
+  public static func run(tool name: String, _ arguments: [String]) throws -> (
+    status: Int32, out: String, err: String
+  )? {
+    guard let path = tool(name) else { return nil }
+    return try run(path, arguments)
   }
 }
