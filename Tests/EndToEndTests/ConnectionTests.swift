@@ -58,32 +58,30 @@ extension EndToEnd {
       "a port that vanishes and comes back, at once or after dropping its connection, is connected again; a user's disconnect is kept"
     )
     func portRecreatedIsReconnected() throws {
-      // Not on LiveRig: its raw libjack client (a port it unregisters and registers again) must be
-      // on the server before LiveMic starts, which a rig's TestClients cannot stand in for.
-      let server = try JackServer()
-      var status = jack_status_t(rawValue: 0)
-      let flaky = try #require(livemic_client_open("lmflaky", JackNoStartServer, server.name, &status))
-      var open = true
-      // Closed before the server stops (a client closed after leaves its semaphore in /dev/shm).
-      defer { if open { jack_client_close(flaky) } }
-      let register = {
+      // The flaky client is a rig client with no ports of its own: its port `out` is registered
+      // on its handle, by libjack directly (so it can be unregistered and registered again), in
+      // the arguments closure, which runs once the client is on the server, before LiveMic starts.
+      var registered: OpaquePointer?
+      let register = { (flaky: OpaquePointer) -> OpaquePointer? in
         jack_port_register(flaky, "out", JACK_DEFAULT_AUDIO_TYPE, UInt(JackPortIsOutput.rawValue), 0)
       }
-      var port = try #require(register())
-      #expect(jack_activate(flaky) == 0)
-      let livemic = try LiveMicProcess(
-        ["-s", server.name, "-n", "lmrecreate", "-p", "flat", "--connect-in", "lmflaky:out"])
-      #expect(livemic.waitForLog("latency capture-to-playback"), "\(livemic.log)")
+      let rig = try LiveRig(period: 64, clients: [.init(name: "lmflaky")]) { clients in
+        registered = register(clients[0].handle)
+        return ["-p", "flat", "--connect-in", "lmflaky:out"]
+      }
+      defer { rig.stop() }
+      let (flaky, livemic, name) = (rig.client("lmflaky").handle, rig.livemic, LiveRig.clientName)
+      var port = try #require(registered)
       let connected = { () -> Bool in
         guard let p = jack_port_by_name(flaky, "lmflaky:out") else { return false }
-        return jack_port_connected_to(p, "lmrecreate:in_1") != 0
+        return jack_port_connected_to(p, "\(name):in_1") != 0
       }
       #expect(waitUntil(seconds: 5, connected))
       // The port unregistered and registered again `microseconds` later.
       let recreate = { (microseconds: UInt32) throws in
         jack_port_unregister(flaky, port)
         usleep(microseconds)
-        port = try #require(register())
+        port = try #require(register(flaky))
       }
       for round in 0..<3 {
         // Gone and back within a few milliseconds: before LiveMic's next look at the graph.
@@ -94,23 +92,19 @@ extension EndToEnd {
       // ports: LiveMic looks at the graph in between (400 ms > its 100 ms settling), sees the
       // connection gone and its port still there, and must not take that for a user's undoing
       // once the port vanishes.
-      jack_disconnect(flaky, "lmflaky:out", "lmrecreate:in_1")
+      jack_disconnect(flaky, "lmflaky:out", "\(name):in_1")
       usleep(400_000)
       try recreate(300_000)
       #expect(waitUntil(seconds: 5, connected), "disconnected, then the port recreated: \(livemic.log)")
       // A user's disconnect is still a user's: it stays undone, also when the port is recreated
       // later (after the 2 s in which a vanishing port says its client dropped the connection).
-      jack_disconnect(flaky, "lmflaky:out", "lmrecreate:in_1")
+      jack_disconnect(flaky, "lmflaky:out", "\(name):in_1")
       usleep(1_000_000)
       #expect(!connected(), "\(livemic.log)")
       usleep(1_500_000)
       try recreate(20_000)
       usleep(1_000_000)
       #expect(!connected(), "\(livemic.log)")
-      #expect(livemic.interrupt() == 0)
-      jack_client_close(flaky)
-      open = false
-      server.stop()
     }
 
     @Test("no server: a clear error and a non-zero exit")

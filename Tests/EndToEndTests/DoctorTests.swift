@@ -12,6 +12,7 @@ extension EndToEnd {
 
     @Test("With a server: every check reported, the exit status says whether anything is to fix")
     func withAServer() throws {
+      // Not a LiveRig: `livemic doctor` looks at a bare server, with no LiveMic running on it.
       let server = try JackServer()
       defer { server.stop() }
       let text = try runLiveMic(["doctor", "-s", server.name])

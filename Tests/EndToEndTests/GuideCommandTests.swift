@@ -61,6 +61,8 @@ extension EndToEnd {
     func guidesRun() throws {
       let folder = Paths.temporaryFolder("guides")
       defer { try? FileManager.default.removeItem(at: folder) }
+      // Not a LiveRig: the guides' own command lines start every LiveMic (their names, their
+      // options) on the default server, which a rig's `lmclient` beside them would change.
       let server = try JackServer()
       defer { server.stop() }
       var env = [
@@ -91,12 +93,15 @@ extension EndToEnd {
           if isRun {
             let name = Self.name(words)
             stop(name, example.place)
+            // The guide's own command line, not a rig's: ready once it answers `status`.
             let instance = try LiveMicProcess(words, environment: env)
-            #expect(instance.waitForLog("latency capture-to-playback"), "\(example): \(instance.log)")
+            #expect(
+              LiveRig.answersStatus(instance, name: name, environment: env), "\(example): \(instance.log)")
             running[name] = instance
           } else if words.first == "ctl"
             && (words.contains("events") || (words.contains("meters") && !words.contains("--once")))
           {
+            // A `ctl` command that follows, not LiveMic itself; it runs for its second.
             let follower = try LiveMicProcess(words, environment: env)
             usleep(1_000_000)
             #expect(follower.process.isRunning, "\(example) stopped by itself: \(follower.log)")

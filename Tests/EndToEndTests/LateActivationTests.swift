@@ -23,15 +23,10 @@ extension EndToEnd {
         && late.connections(of: "late:in_2") == ["\(livemic):out_2"]
     }
 
-    /// A client that registers `out`, `in_1`, `in_2` now and activates only when told.
-    static func lateClient(_ server: String) throws -> TestClient {
-      try TestClient(name: "late", server: server, signal: .frameCode, captureChannels: 2, activate: false)
-    }
-
     /// The late client's generator reaches both of its inputs through LiveMic (`-p flat`).
-    /// `settle` waits for the audio to reach them (200 ms).
+    /// `settle` waits for the audio to reach them (200 ms of LiveMic's cycles).
     static func expectAudioFlows(
-      _ late: TestClient, _ livemic: LiveMicProcess, _ label: String, settle: () -> Void = { usleep(200_000) }
+      _ late: TestClient, _ livemic: LiveMicProcess, _ label: String, settle: () -> Void
     ) throws {
       settle()
       let start = late.frameCount
@@ -57,24 +52,17 @@ extension EndToEnd {
 
     @Test("a client registered before LiveMic starts and activated 1 s later is connected, and audio flows")
     func registeredBeforeStart() throws {
-      // Not on LiveRig: its clients are active before LiveMic starts (LiveRig.Client has no
-      // "registered, not active" option, and its init takes no client made by hand).
-      let server = try JackServer()
-      let late = try Self.lateClient(server.name)
-      let livemic = try LiveMicProcess(
-        [
-          "-s", server.name, "-n", "lmlate", "-p", "flat", "--connect-in", "late:out",
-          "--connect-out", "late:in_1,late:in_2",
-        ])
-      #expect(livemic.waitForLog("latency capture-to-playback"), "\(livemic.log)")
-      usleep(1_000_000)
+      let spec = LiveRig.Client(name: "late", signal: .frameCode, captureChannels: 2, activate: false)
+      let rig = try LiveRig(period: 64, clients: [spec]) { _ in
+        ["-p", "flat", "--connect-in", "late:out", "--connect-out", "late:in_1,late:in_2"]
+      }
+      defer { rig.stop() }
+      let (late, livemic, name) = (rig.client("late"), rig.livemic, LiveRig.clientName)
+      rig.waitForAudio(seconds: 1)  // a second of LiveMic's cycles with the client not active
       try late.activate()
-      #expect(waitUntil(seconds: 3) { Self.connected(late, "lmlate") }, "\(livemic.log)")
-      try Self.expectAudioFlows(late, livemic, "at start")
-      Self.expectLoggedOnce(livemic, "lmlate")
-      #expect(livemic.interrupt() == 0)
-      late.close()
-      server.stop()
+      #expect(waitUntil(seconds: 3) { Self.connected(late, name) }, "\(livemic.log)")
+      try Self.expectAudioFlows(late, livemic, "at start") { rig.waitForAudio(seconds: 0.2) }
+      Self.expectLoggedOnce(livemic, name)
     }
 
     /// LiveMic is stopped (SIGSTOP) while the server is killed and restarted and the late client

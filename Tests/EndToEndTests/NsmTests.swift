@@ -66,6 +66,8 @@ final class NsmTestServer {
 
 /// One NSM test's parts: a private server at 256 frames, a session folder (the runtime folder
 /// too), the test session manager, and the client's id and state folder in the session.
+/// Not a LiveRig: LiveMic starts under the session manager, which names its client (the client
+/// id, not `lmclient`) only once the test has answered its announce, after LiveRig's init.
 final class NsmRig {
   let server: JackServer
   let session: URL
@@ -117,7 +119,11 @@ extension EndToEnd {
       #expect(
         opened?.path == "/reply" && opened?.args.first as? String == "/nsm/client/open",
         "\(String(describing: opened)) \(livemic.log)")
-      #expect(livemic.waitForLog("session manager 'nsm-test' accepted LiveMic"), "\(livemic.log)")
+      // Ready as a rig's LiveMic is: it answers `status`, under the client id as its name.
+      guard LiveRig.answersStatus(livemic, name: clientId, environment: env) else {
+        throw HarnessError("livemic did not start under the session manager: \(livemic.log)")
+      }
+      #expect(livemic.log.contains("session manager 'nsm-test' accepted LiveMic"), "\(livemic.log)")
       return livemic
     }
 
@@ -152,7 +158,17 @@ extension EndToEnd {
           ours.hasPrefix("out_") || ours.hasPrefix("monitor_") ? port : theirs,
           ours.hasPrefix("out_") || ours.hasPrefix("monitor_") ? theirs : port)
       }
-      usleep(300_000)  // the graph settles and the book reads it
+      // The graph settles: LiveMic's own client sees every connection (the book reads them
+      // again when the suspend's fade ends).
+      let seen = { () -> [String: [String]] in
+        let answer = try? runLiveMic(["ctl", "-n", clientId, "--json", "connections"], environment: env)
+        return jsonObject(answer?.stdout ?? "")["connections"] as? [String: [String]] ?? [:]
+      }
+      #expect(
+        waitUntil(seconds: 5) {
+          let now = seen()
+          return wanted.allSatisfy { ours, theirs in now["\(clientId):\(ours)"]?.contains(theirs) == true }
+        }, "LiveMic sees: \(seen())")
       #expect(
         try runLiveMic(["ctl", "-n", clientId, "mute", "--mode", "suspend"], environment: env).status == 0)
       nsm.send("/nsm/client/save", [])

@@ -29,6 +29,7 @@ extension EndToEnd {
     func inventoryOutlivesMisbehavingPlugins() throws {
       let (folder, lv2Path) = try Self.misbehavingPlugins()
       defer { try? FileManager.default.removeItem(at: folder) }
+      // Not a LiveRig: `plugins check` hosts each plugin in a child of its own, no LiveMic running.
       let server = try JackServer(period: 256)
       defer { server.stop() }
       let guardLibrary = try RealtimeGuard.library().path
@@ -76,6 +77,7 @@ extension EndToEnd {
     func json() throws {
       let (folder, lv2Path) = try Self.misbehavingPlugins()
       defer { try? FileManager.default.removeItem(at: folder) }
+      // Not a LiveRig: `plugins check` hosts each plugin in a child of its own, no LiveMic running.
       let server = try JackServer(period: 256)
       defer { server.stop() }
       let result = try runLiveMic(

@@ -106,6 +106,7 @@ extension EndToEnd {
       let folder = Paths.temporaryFolder("rtcheck7")
       defer { try? FileManager.default.removeItem(at: folder) }
       let output = folder.appendingPathComponent("rt.txt")
+      // Not on LiveRig: rtcheck runs LiveMic under itself (RtcheckRun), where LiveRig runs it directly.
       let server = try JackServer()
       let probe = try TestClient(name: "lmprobe", server: server.name, signal: nil, captureChannels: 0)
       let run = try RtcheckRun(
@@ -136,6 +137,7 @@ extension EndToEnd {
       let built = try runTool(
         "cc", ["-O1", "-rdynamic", "-o", binary.path, Paths.leakyClientSource.path, "-ljack"])
       try #require(built != nil, "cc failed to build the leaky client")
+      // Not a LiveRig: the guard itself is tested, on a C client of its own, no LiveMic.
       let server = try JackServer()
       defer { server.stop() }
       let output = folder.appendingPathComponent("rt.txt")
@@ -163,6 +165,7 @@ extension EndToEnd {
       let folder = Paths.temporaryFolder("rtcheck")
       defer { try? FileManager.default.removeItem(at: folder) }
       let output = folder.appendingPathComponent("rt.txt")
+      // Not on LiveRig: rtcheck runs LiveMic under itself (RtcheckRun), where LiveRig runs it directly.
       let server = try JackServer()
       let probe = try TestClient(name: "lmprobe", server: server.name, signal: nil, captureChannels: 0)
       let run = try RtcheckRun(["-s", server.name, "-n", "lmrtcheck", "-p", "voice"], output: output)
