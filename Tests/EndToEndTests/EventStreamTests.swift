@@ -23,12 +23,11 @@ extension EndToEnd {
       let folder = Paths.temporaryFolder("events")
       defer { try? FileManager.default.removeItem(at: folder) }
       let file = folder.appendingPathComponent("events.jsonl")
-      let server = try JackServer(period: 64)
-      let sleeper = try TestClient(name: "lmsleeper", server: server.name, signal: nil, captureChannels: 1)
-      let livemic = try LiveMicProcess([
-        "-s", server.name, "-n", "lmev", "--no-connect", "--events", file.path,
-      ])
-      #expect(livemic.waitForLog("latency capture-to-playback"), "\(livemic.log)")
+      let rig = try LiveRig(
+        period: 64, clients: [LiveRig.Client(name: "lmsleeper", captureChannels: 1)], folder: folder
+      ) { _ in ["--no-connect", "--events", file.path] }
+      defer { rig.stop() }
+      let (sleeper, livemic) = (rig.client("lmsleeper"), rig.livemic)
       sleeper.sleepMicroseconds.store(4000, ordering: .relaxed)
       usleep(1_000_000)
       sleeper.sleepMicroseconds.store(0, ordering: .relaxed)
@@ -42,8 +41,6 @@ extension EndToEnd {
       #expect((xrun["total"] as? Int ?? 0) >= 1 && (xrun["new"] as? Int ?? 0) >= 1, "\(xrun)")
       #expect(xrun["last_minute"] != nil && xrun["delay_us"] != nil && xrun["dsp_load_percent"] != nil)
       #expect(livemic.log.contains("xruns:"))
-      sleeper.close()
-      server.stop()
     }
 
     @Test("server-lost and reconnected events, with the time the reconnection took")
@@ -51,12 +48,10 @@ extension EndToEnd {
       let folder = Paths.temporaryFolder("events")
       defer { try? FileManager.default.removeItem(at: folder) }
       let file = folder.appendingPathComponent("events.jsonl")
-      let server = try JackServer(period: 64)
-      let livemic = try LiveMicProcess([
-        "-s", server.name, "-n", "lmev2", "--no-connect", "--events", file.path,
-      ])
-      #expect(livemic.waitForLog("latency capture-to-playback"), "\(livemic.log)")
-      try server.killAndRestart(period: 128)
+      let rig = try LiveRig(period: 64, folder: folder) { _ in ["--no-connect", "--events", file.path] }
+      defer { rig.stop() }
+      let livemic = rig.livemic
+      try rig.server.killAndRestart(period: 128)
       #expect(livemic.waitForLog("reconnected to"), "\(livemic.log)")
       #expect(livemic.interrupt() == 0)
       let events = Self.events(file)
@@ -66,7 +61,6 @@ extension EndToEnd {
       #expect(
         (reconnected["ms"] as? Double ?? -1) >= 0 && reconnected["buffer_frames"] as? Int == 128,
         "\(reconnected)")
-      server.stop()
     }
   }
 }

@@ -8,10 +8,6 @@ extension EndToEnd {
   /// `freewheel` events, `status`, a recording, the meters and the loudness meter through it.
   @Suite("Freewheel", .serialized)
   struct FreewheelTests {
-    static func ctl(_ words: [String], _ environment: [String: String]) throws -> [String: Any] {
-      jsonObject(try runLiveMic(["ctl", "-n", "lmfw", "--json"] + words, environment: environment).stdout)
-    }
-
     /// Switches the server's freewheel mode with `jack_freewheel y|n`, which takes no server
     /// option: it opens libjack's default server, which `JACK_DEFAULT_SERVER` names.
     static func freewheel(_ on: Bool, server: String) throws {
@@ -38,12 +34,12 @@ extension EndToEnd {
 
     /// The meters' output left channel (peak, RMS in dBFS) and the loudness figures of one
     /// reading taken `seconds` after a reading that reset them.
-    static func meters(after seconds: Double, _ env: [String: String]) throws -> (
+    static func meters(after seconds: Double, _ rig: LiveRig) throws -> (
       peak: Double, rms: Double, loudness: [String: Double]
     ) {
-      _ = try ctl(["meters", "--once"], env)
+      _ = try rig.json(["meters", "--once"])
       usleep(UInt32(seconds * 1e6))
-      let reading = try ctl(["meters", "--once"], env)
+      let reading = try rig.json(["meters", "--once"])
       let left = (reading["output"] as? [[String: Double]])?.first ?? [:]
       return (
         left["peak_dbfs"] ?? -200, left["rms_dbfs"] ?? -200, reading["loudness"] as? [String: Double] ?? [:]
@@ -63,29 +59,19 @@ extension EndToEnd {
     func recordingThroughFreewheel() throws {
       let folder = Paths.temporaryFolder("freewheel")
       defer { try? FileManager.default.removeItem(at: folder) }
-      let env = ["XDG_RUNTIME_DIR": folder.path]
       let events = folder.appendingPathComponent("events.jsonl")
-      let counters = folder.appendingPathComponent("rtguard.txt")
-      let server = try JackServer(period: 256)
-      let generator = try TestClient(
-        name: "lmgen", server: server.name, signal: .frameCode, captureChannels: 0)
-      defer {
-        generator.close()
-        server.stop()
-      }
       // Outputs to the first playback ports (the default), which jackd disconnects while it
       // freewheels and connects again after.
-      let livemic = try LiveMicProcess(
-        [
-          "-s", server.name, "-n", "lmfw", "-p", "flat", "--connect-in", generator.portName("out"),
-          "--events",
-          events.path,
-        ], guardOutput: counters, environment: env)
-      #expect(livemic.waitForLog("latency capture-to-playback"), "\(livemic.log)")
-      usleep(1_300_000)  // the start ramp
-      let before = try Self.meters(after: 0.5, env)
-      let connectionsBefore = try Self.ctl(["connections"], env)["connections"] as? [String: [String]] ?? [:]
-      let initial = try Self.ctl(["status"], env)
+      let rig = try LiveRig(
+        period: 256, clients: [LiveRig.Client(name: "lmgen", signal: .frameCode)], guarded: true,
+        folder: folder
+      ) { c in ["-p", "flat", "--connect-in", c[0].portName("out"), "--events", events.path] }
+      defer { rig.stop() }
+      let (server, generator, livemic) = (rig.server, rig.client("lmgen"), rig.livemic)
+      rig.waitForAudio()  // the start ramp, by LiveMic's own cycles
+      let before = try Self.meters(after: 0.5, rig)
+      let connectionsBefore = try rig.json(["connections"])["connections"] as? [String: [String]] ?? [:]
+      let initial = try rig.json(["status"])
       #expect(initial["freewheeling"] as? Bool == false, "\(initial)")
 
       // A recording running from before the freewheel until after it: a take, retaken when the
@@ -96,13 +82,13 @@ extension EndToEnd {
       var number = 0
       let measured = try retaking("the recording through a freewheel") { () -> Take<FreewheelTake> in
         number += 1
-        let startStatus = try Self.ctl(["status"], env)
+        let startStatus = try rig.json(["status"])
         let firstFrame = jack_frame_time(generator.handle)
         let (xrunsAtStart, missedAtStart) = (
           generator.xruns.load(ordering: .relaxed), startStatus["missed_cycles"] as? Int ?? 0
         )
         let take = folder.appendingPathComponent("take-\(number).wav").path
-        let started = try Self.ctl(["record", "start", "--tap", "output", take], env)
+        let started = try rig.json(["record", "start", "--tap", "output", take])
         #expect(started["ok"] as? Bool == true, "\(started)")
         usleep(300_000)
         let wallStart = Date()
@@ -110,15 +96,15 @@ extension EndToEnd {
         var during: [String: Any] = [:]
         #expect(
           waitUntil(seconds: 2) {
-            during = (try? Self.ctl(["status"], env)) ?? [:]
+            during = (try? rig.json(["status"])) ?? [:]
             return during["freewheeling"] as? Bool == true
           }, "status never said freewheeling: \(during)")
         usleep(UInt32(max(0, 1 - Date().timeIntervalSince(wallStart)) * 1e6))
         try Self.freewheel(false, server: server.name)
         let wall = Date().timeIntervalSince(wallStart)
         usleep(300_000)
-        let stopped = try Self.ctl(["record", "stop"], env)["stopped"] as? [[String: Any]] ?? []
-        let status = try Self.ctl(["status"], env)
+        let stopped = try rig.json(["record", "stop"])["stopped"] as? [[String: Any]] ?? []
+        let status = try rig.json(["status"])
         let xruns = Int(generator.xruns.load(ordering: .relaxed) - xrunsAtStart)
         let missed = (status["missed_cycles"] as? Int ?? 0) - missedAtStart
         let result = FreewheelTake(
@@ -131,11 +117,11 @@ extension EndToEnd {
       )
       #expect(status["freewheeling"] as? Bool == false, "\(status)")
       #expect(status["state"] as? String == "running", "\(status)")
-      let connectionsAfter = try Self.ctl(["connections"], env)["connections"] as? [String: [String]] ?? [:]
+      let connectionsAfter = try rig.json(["connections"])["connections"] as? [String: [String]] ?? [:]
       #expect(connectionsAfter == connectionsBefore, "before \(connectionsBefore), after \(connectionsAfter)")
 
       // The meters read the signal again after the freewheel, as before it.
-      let after = try Self.meters(after: 0.5, env)
+      let after = try Self.meters(after: 0.5, rig)
       #expect(
         abs(after.rms - before.rms) <= 0.2 && abs(after.peak - before.peak) <= 0.3, "\(before) \(after)")
       #expect(abs(after.rms - -10.8) <= 0.3, "a uniform ±0.5 signal has an RMS of -10.8 dBFS: \(after)")
@@ -150,7 +136,7 @@ extension EndToEnd {
       }
       let loudnessDropped = loudnessDrops(status) - loudnessDrops(measured.startStatus)
       #expect(livemic.interrupt() == 0)
-      RealtimeGuard.expectNothingCounted(counters)
+      rig.expectNothingCounted()
 
       // The events: on, then off with the cycles and frames run meanwhile.
       let changes = EventStreamTests.events(events).filter { $0["event"] as? String == "freewheel" }

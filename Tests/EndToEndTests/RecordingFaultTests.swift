@@ -9,13 +9,6 @@ extension EndToEnd {
   struct RecordingFaultTests {
     static let formats = ["wav", "flac", "ogg", "mp3"]
 
-    /// `livemic ctl -n NAME --json WORDS`: the parsed answer.
-    static func ctl(_ name: String, _ words: [String], _ environment: [String: String]) throws -> [String:
-      Any]
-    {
-      jsonObject(try runLiveMic(["ctl", "-n", name, "--json"] + words, environment: environment).stdout)
-    }
-
     /// The frames each recording's stop line in the log reports, by path.
     static func loggedFrames(_ log: String) -> [String: Int] {
       var frames: [String: Int] = [:]
@@ -55,25 +48,22 @@ extension EndToEnd {
     func emptyRecordingsAreRemoved() throws {
       let folder = Paths.temporaryFolder("empty")
       defer { try? FileManager.default.removeItem(at: folder) }
-      let env = ["XDG_RUNTIME_DIR": folder.path]
       let events = folder.appendingPathComponent("events.jsonl")
       let takes = folder.appendingPathComponent("takes").path + "/"
-      let server = try JackServer(period: JackServer.takePeriod)
-      defer { server.stop() }
-      let livemic = try LiveMicProcess(
-        ["-s", server.name, "-n", "lmempty", "--no-connect", "--events", events.path], environment: env)
-      #expect(livemic.waitForLog("latency capture-to-playback"), "\(livemic.log)")
+      let rig = try LiveRig(folder: folder) { _ in ["--no-connect", "--events", events.path] }
+      defer { rig.stop() }
+      let livemic = rig.livemic
       // Suspended, the client runs no cycles: no audio reaches a recording (deterministically).
-      #expect(try Self.ctl("lmempty", ["mute", "--mode", "suspend"], env)["ok"] as? Bool == true)
+      #expect(try rig.json(["mute", "--mode", "suspend"])["ok"] as? Bool == true)
       #expect(
         waitUntil(seconds: 5) {
-          (try? Self.ctl("lmempty", ["status"], env))?["state"] as? String == "suspended"
+          (try? rig.json(["status"]))?["state"] as? String == "suspended"
         })
       for format in Self.formats {
-        let started = try Self.ctl("lmempty", ["record", "start", "--format", format, takes], env)
+        let started = try rig.json(["record", "start", "--format", format, takes])
         #expect(started["ok"] as? Bool == true, "\(started)")
       }
-      let stopped = try Self.ctl("lmempty", ["record", "stop"], env)["stopped"] as? [[String: Any]] ?? []
+      let stopped = try rig.json(["record", "stop"])["stopped"] as? [[String: Any]] ?? []
       #expect(stopped.count == 4, "\(stopped)")
       #expect(
         stopped.allSatisfy { $0["removed"] as? Bool == true && $0["frames"] as? Int == 0 }, "\(stopped)")
@@ -83,14 +73,14 @@ extension EndToEnd {
       #expect(
         livemic.log.components(separatedBy: "before any audio reached it").count - 1 == 4, "\(livemic.log)")
       // A recording that got audio is kept, and opens with every frame it reports.
-      #expect(try Self.ctl("lmempty", ["unmute"], env)["ok"] as? Bool == true)
-      _ = try Self.ctl("lmempty", ["record", "start", "--format", "flac", takes], env)
+      #expect(try rig.json(["unmute"])["ok"] as? Bool == true)
+      _ = try rig.json(["record", "start", "--format", "flac", takes])
       #expect(
         waitUntil(seconds: 5) {
-          let status = (try? Self.ctl("lmempty", ["status"], env)) ?? [:]
+          let status = (try? rig.json(["status"])) ?? [:]
           return ((status["recordings"] as? [[String: Any]])?.first?["frames"] as? Int ?? 0) > 4800
         })
-      let kept = try Self.ctl("lmempty", ["record", "stop"], env)["stopped"] as? [[String: Any]] ?? []
+      let kept = try rig.json(["record", "stop"])["stopped"] as? [[String: Any]] ?? []
       #expect(kept.count == 1 && kept.first?["removed"] as? Bool == false, "\(kept)")
       #expect(livemic.interrupt() == 0)
       let reported = Dictionary(
@@ -107,7 +97,6 @@ extension EndToEnd {
     func fullDisk() throws {
       let folder = Paths.temporaryFolder("fulldisk")
       defer { try? FileManager.default.removeItem(at: folder) }
-      let env = ["XDG_RUNTIME_DIR": folder.path]
       let disk = folder.appendingPathComponent("disk")
       try FileManager.default.createDirectory(at: disk, withIntermediateDirectories: true)
       guard (try runTool("mount", ["-t", "tmpfs", "-o", "size=3m", "livemic-test", disk.path])) != nil else {
@@ -116,15 +105,12 @@ extension EndToEnd {
       }
       defer { _ = try? runTool("umount", ["-l", disk.path]) }
       let events = folder.appendingPathComponent("events.jsonl")
-      let (server, generator, capture, livemic) = try RecordingTests.rig(
-        ["--events", events.path], captureSeconds: 30, environment: env)
-      defer {
-        generator.close()
-        capture.close()
-        server.stop()
-      }
+      let rig = try RecordingTests.rig(
+        ["--events", events.path], captureSeconds: 30, folder: folder)
+      defer { rig.stop() }
+      let (capture, livemic) = (rig.client("lmcap"), rig.livemic)
       for format in Self.formats {
-        let started = try RecordingTests.ctl(["record", "start", "--format", format, disk.path + "/"], env)
+        let started = try rig.json(["record", "start", "--format", format, disk.path + "/"])
         #expect(started["ok"] as? Bool == true, "\(started)")
       }
       // WAV (384 kB/s) and FLAC of noise (about 290 kB/s) fill 3 MiB within seconds.
@@ -134,12 +120,12 @@ extension EndToEnd {
         },
         "\(livemic.log)")
       // The audio goes on, bit for bit.
-      let witness = Witness.rig(capture, signal: .frameCode, client: "lmrec", environment: env)
+      let witness = rig.witness(capture, generators: [(0, .frameCode)])
       let take = try retaking("the output with the disk full") {
         try witness.take(frames: 24000, channels: [0, 1])
       }
       #expect(take[0] == take[1], "the output is not the input with the disk full")
-      let stopped = try RecordingTests.ctl(["record", "stop"], env)["stopped"] as? [[String: Any]] ?? []
+      let stopped = try rig.json(["record", "stop"])["stopped"] as? [[String: Any]] ?? []
       #expect(livemic.interrupt() == 0)
       let all = EventStreamTests.events(events)
       let failed = all.filter { $0["event"] as? String == "record-failed" }
@@ -165,26 +151,23 @@ extension EndToEnd {
     func vanishedFolder() throws {
       let folder = Paths.temporaryFolder("vanish")
       defer { try? FileManager.default.removeItem(at: folder) }
-      let env = ["XDG_RUNTIME_DIR": folder.path]
       let events = folder.appendingPathComponent("events.jsonl")
-      let (server, generator, capture, livemic) = try RecordingTests.rig(
-        ["--events", events.path], captureSeconds: 20, environment: env)
-      defer {
-        generator.close()
-        capture.close()
-        server.stop()
-      }
+      let rig = try RecordingTests.rig(
+        ["--events", events.path], captureSeconds: 20, folder: folder)
+      defer { rig.stop() }
+      let (capture, livemic) = (rig.client("lmcap"), rig.livemic)
       let gone = folder.appendingPathComponent("gone")
       let kept = folder.appendingPathComponent("kept")
-      _ = try RecordingTests.ctl(
-        ["record", "start", "--format", "flac", gone.appendingPathComponent("deep").path + "/"], env)
-      _ = try RecordingTests.ctl(["record", "start", "--format", "wav", kept.path + "/"], env)
-      usleep(500_000)
+      _ = try rig.json(
+        ["record", "start", "--format", "flac", gone.appendingPathComponent("deep").path + "/"])
+      _ = try rig.json(["record", "start", "--format", "wav", kept.path + "/"])
+      // Both recordings under way, and the start ramp over before the take, by LiveMic's cycles.
+      rig.waitForAudio()
       try FileManager.default.removeItem(at: gone)
       #expect(livemic.waitForLog("vanished", seconds: 5), "\(livemic.log)")
-      let status = try RecordingTests.ctl(["status"], env)
+      let status = try rig.json(["status"])
       #expect((status["recordings"] as? [[String: Any]])?.count == 1, "\(status)")
-      let witness = Witness.rig(capture, signal: .frameCode, client: "lmrec", environment: env)
+      let witness = rig.witness(capture, generators: [(0, .frameCode)])
       let take = try retaking("the output after the folder vanished") {
         try witness.take(frames: 24000, channels: [0, 1])
       }
@@ -202,21 +185,17 @@ extension EndToEnd {
     func stoppedBySignal(_ signal: Int32) throws {
       let folder = Paths.temporaryFolder("signal")
       defer { try? FileManager.default.removeItem(at: folder) }
-      let env = ["XDG_RUNTIME_DIR": folder.path]
       let takes = folder.appendingPathComponent("takes")
-      let (server, generator, capture, livemic) = try RecordingTests.rig(
-        ["--record", takes.path, "--record-format", "flac"], captureSeconds: 10, environment: env)
-      defer {
-        generator.close()
-        capture.close()
-        server.stop()
-      }
+      let rig = try RecordingTests.rig(
+        ["--record", takes.path, "--record-format", "flac"], captureSeconds: 10, folder: folder)
+      defer { rig.stop() }
+      let livemic = rig.livemic
       for format in ["wav", "ogg", "mp3"] {
-        _ = try RecordingTests.ctl(["record", "start", "--format", format, takes.path + "/"], env)
+        _ = try rig.json(["record", "start", "--format", format, takes.path + "/"])
       }
       #expect(
         waitUntil(seconds: 10) {
-          let recordings = (try? RecordingTests.ctl(["status"], env))?["recordings"] as? [[String: Any]] ?? []
+          let recordings = (try? rig.json(["status"]))?["recordings"] as? [[String: Any]] ?? []
           return recordings.count == 4 && recordings.allSatisfy { $0["frames"] as? Int ?? 0 >= 48000 }
         })
       kill(livemic.process.processIdentifier, signal)

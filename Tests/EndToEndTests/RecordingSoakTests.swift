@@ -21,18 +21,12 @@ extension EndToEnd {
     func concurrentRecordControl() throws {
       let folder = Paths.temporaryFolder("chaosrec")
       defer { try? FileManager.default.removeItem(at: folder) }
-      let env = ["XDG_RUNTIME_DIR": folder.path]
-      let counters = folder.appendingPathComponent("rtguard.txt")
       let events = folder.appendingPathComponent("events.jsonl")
       let takes = folder.appendingPathComponent("takes").path + "/"
-      let (server, generator, capture, livemic) = try RecordingTests.rig(
-        ["--events", events.path], captureSeconds: 2, environment: env, guardOutput: counters)
-      defer {
-        generator.close()
-        capture.close()
-        server.stop()
-      }
-      let socketPath = folder.appendingPathComponent("livemic/lmrec.sock").path
+      let rig = try RecordingTests.rig(
+        ["--events", events.path], captureSeconds: 2, folder: folder, guarded: true)
+      defer { rig.stop() }
+      let (livemic, socketPath) = (rig.livemic, rig.socketPath)
       let formats = ["wav", "flac", "ogg", "mp3"]
       let requests = Atomic<Int>(0)
       let refused = Atomic<Int>(0)
@@ -82,7 +76,7 @@ extension EndToEnd {
           + "(\(refused.load(ordering: .relaxed)) refused), \(started) recordings, \(files) files, "
           + "\(empty) removed empty")
       #expect(started > 20 && started == files + empty, "\(started) started, \(files) files, \(empty) empty")
-      RealtimeGuard.expectNothingCounted(counters)
+      rig.expectNothingCounted()
     }
 
     /// The threads of a process.
@@ -127,32 +121,29 @@ extension EndToEnd {
     func restartSoak() throws {
       let folder = Paths.temporaryFolder("soakrec")
       defer { try? FileManager.default.removeItem(at: folder) }
-      let env = ["XDG_RUNTIME_DIR": folder.path]
-      let counters = folder.appendingPathComponent("rtguard.txt")
       let (sessions, whole) = (
         folder.appendingPathComponent("sessions"), folder.appendingPathComponent("whole")
       )
-      let server = try JackServer(period: JackServer.takePeriod)
-      defer { server.stop() }
-      let livemic = try LiveMicProcess(
+      // No clients of the rig's: each round makes its generator on the (restarted) server.
+      let rig = try LiveRig(guarded: true, folder: folder) { _ in
         [
-          "-s", server.name, "-n", "lmsoak", "-p", "flat", "--connect-in", "lmgen:out", "--on-route-loss",
-          "continue", "--autorecord", sessions.path, "--record-format", "flac", "--stream-out",
+          "-p", "flat", "--connect-in", "lmgen:out", "--on-route-loss", "continue", "--autorecord",
+          sessions.path, "--record-format", "flac", "--stream-out",
           folder.appendingPathComponent("stream.f32").path,
-        ], guardOutput: counters, environment: env)
-      #expect(livemic.waitForLog("latency capture-to-playback"), "\(livemic.log)")
+        ]
+      }
+      defer { rig.stop() }
+      let livemic = rig.livemic
       // The input tap (the dry input: no ramp) in WAV and FLAC, for the whole run.
       for format in ["wav", "flac"] {
-        let answer = try RecordingFaultTests.ctl(
-          "lmsoak", ["record", "start", "--tap", "input", "--format", format, whole.path + "/"], env)
+        let answer = try rig.json(["record", "start", "--tap", "input", "--format", format, whole.path + "/"])
         #expect(answer["ok"] as? Bool == true, "\(answer)")
       }
       var (rss, heap, threads): ([Int], [Int], [Int]) = ([], [], [])
       var start: UInt32 = 0
       let restarts = 50
       for round in 0...restarts {
-        let generator = try TestClient(
-          name: "lmgen", server: server.name, signal: .counter(start: start), captureChannels: 0)
+        let generator = try rig.join(LiveRig.Client(name: "lmgen", signal: .counter(start: start)))
         if round > 0 {
           #expect(
             waitUntil(seconds: 10) {
@@ -161,21 +152,22 @@ extension EndToEnd {
             "round \(round): \(livemic.log)")
         }
         #expect(
-          waitUntil(seconds: 5) { generator.connections(of: "lmsoak:in_1") == ["lmgen:out"] },
+          waitUntil(seconds: 5) { generator.connections(of: "\(LiveRig.clientName):in_1") == ["lmgen:out"] },
           "round \(round): \(livemic.log)")
-        usleep(400_000)
+        // 0.4 s of this generator's audio into the recordings, by LiveMic's own cycles.
+        rig.waitForAudio(seconds: 0.4)
         #expect(livemic.process.isRunning, "LiveMic exited in round \(round): \(livemic.log)")
         rss.append(ReconnectTests.residentKilobytes(livemic.process.processIdentifier))
-        let memory = try RecordingFaultTests.ctl("lmsoak", ["status"], env)["memory"] as? [String: Any]
+        let memory = try rig.json(["status"])["memory"] as? [String: Any]
         heap.append(memory?["heap_in_use_bytes"] as? Int ?? 0)
         threads.append(Self.threadCount(livemic.process.processIdentifier))
         // The next generator counts on from past this one's frames.
         start &+= UInt32(generator.cycles.load(ordering: .relaxed) * JackServer.takePeriod + 48000)
         generator.close()
-        if round < restarts { try server.killAndRestart(period: JackServer.takePeriod) }
+        if round < restarts { try rig.server.killAndRestart(period: JackServer.takePeriod) }
       }
       #expect(start < 1 << 23, "the counter wrapped: \(start) frames")
-      let status = try RecordingFaultTests.ctl("lmsoak", ["status"], env)
+      let status = try rig.json(["status"])
       #expect((status["loudness"] as? [String: Any]) != nil, "the loudness meter is not running: \(status)")
       #expect(livemic.interrupt() == 0, "\(livemic.log)")
       let reported = RecordingFaultTests.loggedFrames(livemic.log)
@@ -219,7 +211,7 @@ extension EndToEnd {
       } else {
         #expect(heapSlope < 1024, "the heap grows \(heapSlope) bytes per restart over the last 40: \(heap)")
       }
-      RealtimeGuard.expectNothingCounted(counters)
+      rig.expectNothingCounted()
     }
   }
 }

@@ -5,33 +5,32 @@ extension EndToEnd {
   /// Recordings and the output stream on a real jackd (dummy backend), with the release binary.
   @Suite("Recording and taps", .serialized)
   struct RecordingTests {
-    /// A server (`JackServer.takePeriod`), a frame-code generator, a capture client recording the
-    /// generator (in_1) and LiveMic's outputs (in_2, in_3) for `captureSeconds`, then LiveMic
-    /// (`-p flat`, so the output is the input bit for bit once the start ramp is done).
+    /// A rig (`period`, `JackServer.takePeriod` by default) of a frame-code generator (`lmgen`), a
+    /// capture client (`lmcap`) recording the generator (in_1) and LiveMic's outputs (in_2, in_3)
+    /// for `captureSeconds`, and LiveMic (`-p flat`, so the output is the input bit for bit once
+    /// the start ramp is done) with `arguments`. `folder`: the test's, holding the files named on
+    /// LiveMic's command line (the test removes it).
     static func rig(
-      _ arguments: [String], captureSeconds: Double, environment: [String: String], guardOutput: URL? = nil,
-      period: Int = JackServer.takePeriod
-    ) throws -> (JackServer, TestClient, TestClient, LiveMicProcess) {
-      let server = try JackServer(period: period)
-      let generator = try TestClient(
-        name: "lmgen", server: server.name, signal: .frameCode, captureChannels: 0)
-      let capture = try TestClient(
-        name: "lmcap", server: server.name, signal: nil, captureChannels: 3, seconds: captureSeconds)
-      try capture.connect(generator.portName("out"), capture.portName("in_1"))
-      let livemic = try LiveMicProcess(
-        [
-          "-s", server.name, "-n", "lmrec", "-p", "flat", "--connect-in", generator.portName("out"),
-          "--connect-out", "\(capture.portName("in_2")),\(capture.portName("in_3"))",
-        ] + arguments, guardOutput: guardOutput, environment: environment)
-      guard livemic.waitForLog("latency capture-to-playback") else {
-        throw HarnessError("livemic did not start: \(livemic.log)")
+      _ arguments: [String], captureSeconds: Double, folder: URL, guarded: Bool = false,
+      period: Int = JackServer.takePeriod, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws -> LiveRig {
+      var connecting: Error?
+      let rig = try LiveRig(
+        period: period,
+        clients: [
+          LiveRig.Client(name: "lmgen", signal: .frameCode),
+          LiveRig.Client(name: "lmcap", captureChannels: 3, seconds: captureSeconds),
+        ], guarded: guarded, folder: folder, sourceLocation: sourceLocation
+      ) { c in
+        // The generator reaches the capture before LiveMic starts.
+        do { try c[1].connect(c[0].portName("out"), c[1].portName("in_1")) } catch { connecting = error }
+        return [
+          "-p", "flat", "--connect-in", c[0].portName("out"), "--connect-out",
+          "\(c[1].portName("in_2")),\(c[1].portName("in_3"))",
+        ] + arguments
       }
-      return (server, generator, capture, livemic)
-    }
-
-    /// `livemic ctl --json WORDS` against the rig's LiveMic: the parsed answer.
-    static func ctl(_ words: [String], _ environment: [String: String]) throws -> [String: Any] {
-      jsonObject(try runLiveMic(["ctl", "-n", "lmrec", "--json"] + words, environment: environment).stdout)
+      if let connecting { throw connecting }
+      return rig
     }
 
     /// The files in a folder, sorted.
@@ -80,27 +79,23 @@ extension EndToEnd {
     func recordingEqualsCapture() throws {
       let folder = Paths.temporaryFolder("record")
       defer { try? FileManager.default.removeItem(at: folder) }
-      let env = ["XDG_RUNTIME_DIR": folder.path]
-      let (server, generator, capture, livemic) = try Self.rig(
-        ["--record", folder.appendingPathComponent("takes").path], captureSeconds: 16, environment: env)
-      defer {
-        generator.close()
-        capture.close()
-        server.stop()
-      }
+      let rig = try Self.rig(
+        ["--record", folder.appendingPathComponent("takes").path], captureSeconds: 16, folder: folder)
+      defer { rig.stop() }
+      let (capture, livemic) = (rig.client("lmcap"), rig.livemic)
       #expect(livemic.waitForLog("recording 1 started"), "\(livemic.log)")
       // 10 s of audio (a loaded machine's dummy backend may run a little slower than the clock).
       let recorded = waitUntil(seconds: 20) {
         usleep(200_000)
-        let status = (try? Self.ctl(["status"], env)) ?? [:]
+        let status = (try? rig.json(["status"])) ?? [:]
         return ((status["recordings"] as? [[String: Any]])?.first?["frames"] as? Int ?? 0) >= 10 * 48000
           + 4800
       }
       #expect(recorded, "the recording did not reach 10 s")
-      let missed = (try? Self.ctl(["status"], env))?["missed_cycles"] as? Int ?? 0
+      let missed = (try? rig.json(["status"]))?["missed_cycles"] as? Int ?? 0
       #expect(livemic.interrupt() == 0)
       let paths = Self.files(folder.appendingPathComponent("takes"))
-      #expect(paths.count == 1 && paths.first?.contains("lmrec-output-") == true, "\(paths)")
+      #expect(paths.count == 1 && paths.first?.contains("\(LiveRig.clientName)-output-") == true, "\(paths)")
       guard let path = paths.first, let file = SoundFile(path) else {
         Issue.record("no readable recording: \(paths)")
         return
@@ -118,7 +113,6 @@ extension EndToEnd {
     func threeConsumersAtOnce() throws {
       let folder = Paths.temporaryFolder("taps")
       defer { try? FileManager.default.removeItem(at: folder) }
-      let env = ["XDG_RUNTIME_DIR": folder.path]
       let fifo = folder.appendingPathComponent("stream.f32").path
       #expect(mkfifo(fifo, 0o600) == 0)
       // The reader: opens the FIFO (waiting for LiveMic), reads to the end.
@@ -127,26 +121,24 @@ extension EndToEnd {
         received.set(FileHandle(forReadingAtPath: fifo)?.readDataToEndOfFile() ?? Data())
       }
       reader.start()
-      let (server, generator, capture, livemic) = try Self.rig(
-        ["--stream-out", fifo, "--stream-format", "f32"], captureSeconds: 14, environment: env)
-      defer {
-        generator.close()
-        capture.close()
-        server.stop()
-      }
+      let rig = try Self.rig(
+        ["--stream-out", fifo, "--stream-format", "f32"], captureSeconds: 14, folder: folder)
+      defer { rig.stop() }
+      let (capture, livemic) = (rig.client("lmcap"), rig.livemic)
       let takes = folder.appendingPathComponent("takes").path + "/"
-      let input = try Self.ctl(["record", "start", "--tap", "input", takes], env)
-      let output = try Self.ctl(["record", "start", "--tap", "output", "--format", "wav", takes], env)
+      let input = try rig.json(["record", "start", "--tap", "input", takes])
+      let output = try rig.json(["record", "start", "--tap", "output", "--format", "wav", takes])
       #expect(input["ok"] as? Bool == true && output["ok"] as? Bool == true, "\(input) \(output)")
-      usleep(4_000_000)
-      let status = try Self.ctl(["status"], env)
+      // 4 s of audio into both recordings, by LiveMic's own cycles.
+      rig.waitForAudio(seconds: 4)
+      let status = try rig.json(["status"])
       let recordings = status["recordings"] as? [[String: Any]] ?? []
       let stream = status["stream"] as? [String: Any] ?? [:]
       #expect(recordings.count == 2, "\(status)")
       #expect(recordings.allSatisfy { $0["dropped_frames"] as? Int == 0 }, "\(recordings)")
       #expect(stream["dropped_frames"] as? Int == 0 && stream["open"] as? Bool == true, "\(stream)")
-      let stopped = try Self.ctl(["record", "stop"], env)["stopped"] as? [[String: Any]] ?? []
-      let missed = try Self.ctl(["status"], env)["missed_cycles"] as? Int ?? 0
+      let stopped = try rig.json(["record", "stop"])["stopped"] as? [[String: Any]] ?? []
+      let missed = try rig.json(["status"])["missed_cycles"] as? Int ?? 0
       #expect(stopped.count == 2 && stopped.allSatisfy { $0["dropped_frames"] as? Int == 0 }, "\(stopped)")
       #expect(stopped.allSatisfy { ($0["frames"] as? Int ?? 0) >= 3 * 48000 }, "\(stopped)")
       #expect(livemic.interrupt() == 0)
@@ -179,31 +171,27 @@ extension EndToEnd {
     func stalledReaderIsIsolated() throws {
       let folder = Paths.temporaryFolder("stall")
       defer { try? FileManager.default.removeItem(at: folder) }
-      let env = ["XDG_RUNTIME_DIR": folder.path]
       let fifo = folder.appendingPathComponent("stream.f32").path
       #expect(mkfifo(fifo, 0o600) == 0)
       // Opened for reading (non-blocking, so the test goes on) and never read.
       let stalled = open(fifo, O_RDONLY | O_NONBLOCK)
       defer { close(stalled) }
-      let (server, generator, capture, livemic) = try Self.rig(
+      let rig = try Self.rig(
         ["--stream-out", fifo, "--record", folder.appendingPathComponent("takes").path], captureSeconds: 12,
-        environment: env)
-      defer {
-        generator.close()
-        capture.close()
-        server.stop()
-      }
+        folder: folder)
+      defer { rig.stop() }
+      let (capture, livemic) = (rig.client("lmcap"), rig.livemic)
       // The pipe (64 KiB) and the stream's ring (about 5.5 s) fill up, then the stream drops.
       var status: [String: Any] = [:]
       let dropping = waitUntil(seconds: 10) {
-        status = (try? Self.ctl(["status"], env)) ?? [:]
+        status = (try? rig.json(["status"])) ?? [:]
         return ((status["stream"] as? [String: Any])?["dropped_frames"] as? Int ?? 0) > 0
       }
       #expect(dropping, "\(status)")
       #expect((status["recordings"] as? [[String: Any]])?.first?["dropped_frames"] as? Int == 0, "\(status)")
       // A take the server spoilt (a gap, an xrun, the generator off, a cycle LiveMic missed) is
       // taken again.
-      let witness = Witness.rig(capture, signal: .frameCode, client: "lmrec", environment: env)
+      let witness = rig.witness(capture, generators: [(0, .frameCode)])
       let take = try retaking("the output while the stream drops") {
         try witness.take(frames: 24000, channels: [1, 0])
       }
@@ -217,14 +205,15 @@ extension EndToEnd {
     func killedRecordingIsReadable() throws {
       let folder = Paths.temporaryFolder("kill")
       defer { try? FileManager.default.removeItem(at: folder) }
-      let server = try JackServer(period: JackServer.takePeriod)
-      defer { server.stop() }
       let takes = folder.appendingPathComponent("takes")
-      let livemic = try LiveMicProcess(
-        ["-s", server.name, "-n", "lmkill", "--no-connect", "--record", takes.path],
-        environment: ["XDG_RUNTIME_DIR": folder.path])
+      let rig = try LiveRig(folder: folder) { _ in ["--no-connect", "--record", takes.path] }
+      defer { rig.stop() }
+      // The test kills LiveMic with SIGKILL: its exit status is not checked.
+      rig.expectsCleanExit = false
+      let livemic = rig.livemic
       #expect(livemic.waitForLog("recording 1 started"), "\(livemic.log)")
       let started = Date()
+      // The recording's length, measured against the file (not a wait for readiness).
       usleep(3_500_000)
       kill(livemic.process.processIdentifier, SIGKILL)
       let elapsed = Date().timeIntervalSince(started)
@@ -243,22 +232,20 @@ extension EndToEnd {
     func recordingsAcrossReconnection() throws {
       let folder = Paths.temporaryFolder("sessions")
       defer { try? FileManager.default.removeItem(at: folder) }
-      let server = try JackServer(period: JackServer.takePeriod)
-      defer { server.stop() }
       let (whole, sessions) = (
         folder.appendingPathComponent("whole"), folder.appendingPathComponent("sessions")
       )
-      let livemic = try LiveMicProcess(
-        [
-          "-s", server.name, "-n", "lmsess", "--no-connect", "--record", whole.path, "--autorecord",
-          sessions.path,
-        ],
-        environment: ["XDG_RUNTIME_DIR": folder.path])
+      let rig = try LiveRig(folder: folder) { _ in
+        ["--no-connect", "--record", whole.path, "--autorecord", sessions.path]
+      }
+      defer { rig.stop() }
+      let livemic = rig.livemic
       #expect(livemic.waitForLog("recording 2 started"), "\(livemic.log)")
-      usleep(1_000_000)
-      try server.killAndRestart(period: JackServer.takePeriod)
+      // A second of audio into each session, by LiveMic's own cycles.
+      rig.waitForAudio(seconds: 1)
+      try rig.server.killAndRestart(period: JackServer.takePeriod)
       #expect(livemic.waitForLog("recording 3 started"), "\(livemic.log)")
-      usleep(1_000_000)
+      rig.waitForAudio(seconds: 1)
       #expect(livemic.interrupt() == 0)
       let files = Self.files(sessions).compactMap { SoundFile($0) }
       #expect(files.count == 2 && files.allSatisfy { $0.frames >= 40000 }, "\(Self.files(sessions))")
@@ -271,24 +258,20 @@ extension EndToEnd {
     func unwritableRecordingIsReported() throws {
       let folder = Paths.temporaryFolder("unwritable")
       defer { try? FileManager.default.removeItem(at: folder) }
-      let env = ["XDG_RUNTIME_DIR": folder.path]
       // Tests may run as root, where a 0555 folder does not stop writes: a folder under a regular
       // file cannot be created by anyone (ENOTDIR). /dev/full fails every write (ENOSPC).
       let plain = folder.appendingPathComponent("plain.txt")
       _ = FileManager.default.createFile(atPath: plain.path, contents: Data("x".utf8))
       let events = folder.appendingPathComponent("events.jsonl")
-      let (server, generator, capture, livemic) = try Self.rig(
+      let rig = try Self.rig(
         [
           "--record", plain.appendingPathComponent("takes").path, "--stream-out", "/dev/full",
           "--events", events.path,
-        ], captureSeconds: 8, environment: env)
-      defer {
-        generator.close()
-        capture.close()
-        server.stop()
-      }
-      let good = try Self.ctl(["record", "start", folder.appendingPathComponent("good.wav").path], env)
-      let answer = try Self.ctl(["record", "start", plain.appendingPathComponent("x.wav").path], env)
+        ], captureSeconds: 8, folder: folder)
+      defer { rig.stop() }
+      let (capture, livemic) = (rig.client("lmcap"), rig.livemic)
+      let good = try rig.json(["record", "start", folder.appendingPathComponent("good.wav").path])
+      let answer = try rig.json(["record", "start", plain.appendingPathComponent("x.wav").path])
       #expect(answer["ok"] as? Bool == false, "\(answer)")
       let error = answer["error"] as? String ?? ""
       #expect(error.hasPrefix("cannot record to '") && error.contains("Not a directory"), "\(error)")
@@ -296,15 +279,16 @@ extension EndToEnd {
       #expect(
         livemic.waitForLog("the stream to '/dev/full' stopped: a write failed (No space left on device)"))
       #expect(livemic.log.contains("error: " + error), "\(livemic.log)")
-      // Audio goes on, bit for bit, after every failure.
-      usleep(1_000_000)
-      let witness = Witness.rig(capture, signal: .frameCode, client: "lmrec", environment: env)
+      // Audio goes on, bit for bit, after every failure (and past the start ramp, by LiveMic's
+      // own cycles).
+      rig.waitForAudio()
+      let witness = rig.witness(capture, generators: [(0, .frameCode)])
       let take = try retaking("the output after the failures") {
         try witness.take(frames: 48000, channels: [0, 1])
       }
       let (direct, out) = (take[0], take[1])
       #expect(out.count >= 48000 && out == direct, "the output is not the input after the failures")
-      let status = try Self.ctl(["status"], env)
+      let status = try rig.json(["status"])
       let recordings = status["recordings"] as? [[String: Any]] ?? []
       #expect(recordings.count == 1 && (recordings.first?["frames"] as? Int ?? 0) > 48000, "\(recordings)")
       #expect(status["stream"] == nil, "\(status)")
@@ -318,38 +302,32 @@ extension EndToEnd {
     func realtimeWithConsumers() throws {
       let folder = Paths.temporaryFolder("rtrec")
       defer { try? FileManager.default.removeItem(at: folder) }
-      let env = ["XDG_RUNTIME_DIR": folder.path]
-      let counters = folder.appendingPathComponent("rtguard.txt")
       let consumers = [
         "--record", folder.appendingPathComponent("a").path, "--autorecord",
         folder.appendingPathComponent("b").path,
         "--stream-out", folder.appendingPathComponent("stream.f32").path,
       ]
       do {
-        let (server, generator, capture, livemic) = try Self.rig(
-          consumers, captureSeconds: 4, environment: env, guardOutput: counters, period: 256)
-        defer {
-          generator.close()
-          capture.close()
-          server.stop()
-        }
+        let rig = try Self.rig(consumers, captureSeconds: 4, folder: folder, guarded: true, period: 256)
+        defer { rig.stop() }
         // A third recording attached and detached live, through the control socket.
-        let third = try Self.ctl(
-          ["record", "start", "--tap", "input", folder.appendingPathComponent("c").path + "/"], env)
+        let third = try rig.json(
+          ["record", "start", "--tap", "input", folder.appendingPathComponent("c").path + "/"])
         #expect(third["ok"] as? Bool == true, "\(third)")
+        let counters = try #require(rig.counters)
         func cycles() -> Int { Int(RealtimeGuard.counters(counters)["cycles"] ?? "0") ?? 0 }
         let atStart = cycles()
         #expect(waitUntil(seconds: 20) { cycles() >= atStart + 2000 }, "only \(cycles()) cycles")
-        #expect(
-          (try Self.ctl(["record", "stop", "\(third["id"] as? Int ?? 0)"], env))["ok"] as? Bool == true)
-        let status = try Self.ctl(["status"], env)
+        #expect((try rig.json(["record", "stop", "\(third["id"] as? Int ?? 0)"]))["ok"] as? Bool == true)
+        let status = try rig.json(["status"])
         #expect((status["recordings"] as? [[String: Any]])?.count == 2, "\(status)")
         #expect((status["stream"] as? [String: Any])?["dropped_frames"] as? Int == 0, "\(status)")
-        #expect(livemic.interrupt() == 0)
-        RealtimeGuard.expectNothingCounted(counters)
+        #expect(rig.livemic.interrupt() == 0)
+        rig.expectNothingCounted()
       }
       guard FileManager.default.isExecutableFile(atPath: Paths.rtcheck.path) else { return }
       let output = folder.appendingPathComponent("rtcheck.txt")
+      // Off LiveRig: rtcheck's own runner (RtcheckRun) starts livemic under rtcheck.
       let server = try JackServer(period: 64)
       defer { server.stop() }
       let run = try RtcheckRun(

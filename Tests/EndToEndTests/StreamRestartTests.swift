@@ -26,21 +26,16 @@ extension EndToEnd {
     func readerComesBackTwice() throws {
       let folder = Paths.temporaryFolder("restream")
       defer { try? FileManager.default.removeItem(at: folder) }
-      let env = ["XDG_RUNTIME_DIR": folder.path]
       let events = folder.appendingPathComponent("events.jsonl")
       let fifo = folder.appendingPathComponent("live.f32").path
       #expect(mkfifo(fifo, 0o600) == 0)
-      let (server, generator, capture, livemic) = try RecordingTests.rig(
-        ["--events", events.path], captureSeconds: 4, environment: env)
-      defer {
-        generator.close()
-        capture.close()
-        server.stop()
-      }
+      let rig = try RecordingTests.rig(["--events", events.path], captureSeconds: 4, folder: folder)
+      defer { rig.stop() }
+      let livemic = rig.livemic
       let second = 48000 * 8  // one second of interleaved float32 stereo
-      let started = try RecordingTests.ctl(["stream", "start", fifo, "--format", "f32"], env)
+      let started = try rig.json(["stream", "start", fifo, "--format", "f32"])
       #expect(started["ok"] as? Bool == true, "\(started)")
-      let again = try RecordingTests.ctl(["stream", "start", fifo], env)
+      let again = try rig.json(["stream", "start", fifo])
       #expect(again["ok"] as? Bool == false, "a second stream must be refused: \(again)")
       var received: [Data] = []
       for round in 0..<2 {
@@ -54,8 +49,9 @@ extension EndToEnd {
       let reader = Thread { tail.set(FileHandle(forReadingAtPath: fifo)?.readDataToEndOfFile() ?? Data()) }
       reader.start()
       #expect(waitUntil(seconds: 10) { Self.count("stream-opened", events) == 3 }, "\(livemic.log)")
-      usleep(500_000)
-      let stopped = try RecordingTests.ctl(["stream", "stop"], env)
+      // Half a second of audio to the third reader, by LiveMic's own cycles.
+      rig.waitForAudio(seconds: 0.5)
+      let stopped = try rig.json(["stream", "stop"])
       let summary = stopped["stopped"] as? [String: Any] ?? [:]
       #expect(waitUntil(seconds: 5) { tail.data != nil }, "the last reader saw no end of stream")
       let (frames, dropped, delivered) = (

@@ -10,14 +10,12 @@ extension EndToEnd {
     func stateChanges() throws {
       let folder = Paths.temporaryFolder("state")
       defer { try? FileManager.default.removeItem(at: folder) }
-      let env = ["XDG_RUNTIME_DIR": folder.path]
       let file = folder.appendingPathComponent("events.jsonl")
-      let server = try JackServer(period: 64)
-      let livemic = try LiveMicProcess(
-        ["-s", server.name, "-n", "lmstate", "--no-connect", "--events", file.path], environment: env)
-      #expect(livemic.waitForLog("latency capture-to-playback"), "\(livemic.log)")
+      let rig = try LiveRig(period: 64, folder: folder) { _ in ["--no-connect", "--events", file.path] }
+      defer { rig.stop() }
+      let livemic = rig.livemic
       func ctl(_ arguments: String...) throws {
-        let answer = try runLiveMic(["ctl", "-n", "lmstate"] + arguments, environment: env)
+        let answer = try rig.ctl(arguments)
         #expect(answer.status == 0, "ctl \(arguments): \(answer.stderr)")
       }
       try ctl("mute", "--mode", "input")
@@ -29,10 +27,9 @@ extension EndToEnd {
       // own to the daemon). Several of its probes go by with the server there: no false loss.
       Thread.sleep(forTimeInterval: 3)
       #expect(!livemic.log.contains("went away"), "a loss while the server stayed: \(livemic.log)")
-      try server.killAndRestart()
+      try rig.server.killAndRestart()
       #expect(livemic.waitForLog("reconnected to"), "\(livemic.log)")
-      let status = try runLiveMic(["ctl", "-n", "lmstate", "--json", "status"], environment: env)
-      let object = jsonObject(status.stdout)
+      let object = try rig.json(["status"])
       #expect(object["state"] as? String == "suspended", "still suspended after the restart: \(object)")
       #expect(livemic.interrupt() == 0)
       let changes = EventStreamTests.events(file).filter { $0["event"] as? String == "state-changed" }
@@ -48,7 +45,6 @@ extension EndToEnd {
       #expect(reasons.first == "control" && reasons[4] == "the server went away", "\(reasons)")
       #expect(livemic.log.contains("state: running → muted, mode input (control)"), "\(livemic.log)")
       #expect(livemic.log.contains("state: reconnecting → suspended, mode suspend (the server is back)"))
-      server.stop()
     }
   }
 }
