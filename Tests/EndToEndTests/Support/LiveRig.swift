@@ -116,14 +116,7 @@ final class LiveRig {
   }
 
   /// LiveMic's `status` answer as an object, nil when it does not answer.
-  func status() -> [String: Any]? {
-    guard
-      let answer = try? runLiveMic(
-        ["ctl", "-n", Self.clientName, "--json", "status"], environment: environment),
-      answer.status == 0
-    else { return nil }
-    return try? JSONSerialization.jsonObject(with: Data(answer.stdout.utf8)) as? [String: Any]
-  }
+  func status() -> [String: Any]? { Self.status(name: Self.clientName, environment: environment) }
 
   /// Returns once LiveMic has processed `seconds` of audio from now, by the cycles its `status`
   /// counts: a ramp it began (the start-quiet ramp, an unmute's) is over
@@ -132,25 +125,9 @@ final class LiveRig {
   func waitForAudio(
     seconds: Double = 1.3, timeoutSeconds: Double = 30, sourceLocation: SourceLocation = #_sourceLocation
   ) {
-    func processed() -> (cycles: Int, frames: Int, rate: Int)? {
-      guard let status = status(), let cycles = status["cycles"] as? Int,
-        let frames = status["buffer_frames"] as? Int, let rate = status["sample_rate"] as? Int
-      else { return nil }
-      return (cycles, frames, rate)
-    }
-    guard let start = processed() else {
-      Issue.record("LiveMic did not answer status: \(livemic.log)", sourceLocation: sourceLocation)
-      return
-    }
-    let needed = Int((seconds * Double(start.rate) / Double(start.frames)).rounded(.up))
-    let done = waitUntil(seconds: timeoutSeconds) {
-      (processed()?.cycles ?? start.cycles) - start.cycles >= needed
-    }
-    if !done {
-      Issue.record(
-        "LiveMic processed fewer than \(needed) cycles in \(timeoutSeconds) s", sourceLocation: sourceLocation
-      )
-    }
+    Self.waitForAudio(
+      name: Self.clientName, environment: environment, seconds: seconds, timeoutSeconds: timeoutSeconds,
+      log: { self.livemic.log }, sourceLocation: sourceLocation)
   }
 
   /// A witness of the capture client `capture` for takes (`retaking`): its generators' channels,
