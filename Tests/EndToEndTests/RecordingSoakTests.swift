@@ -145,11 +145,7 @@ extension EndToEnd {
       for round in 0...restarts {
         let generator = try rig.join(LiveRig.Client(name: "lmgen", signal: .counter(start: start)))
         if round > 0 {
-          #expect(
-            waitUntil(seconds: 10) {
-              livemic.log.components(separatedBy: "reconnected to").count - 1 == round
-            },
-            "round \(round): \(livemic.log)")
+          #expect(rig.waitForReconnections(round), "round \(round): \(livemic.log)")
         }
         #expect(
           waitUntil(seconds: 5) { generator.connections(of: "\(LiveRig.clientName):in_1") == ["lmgen:out"] },
@@ -157,9 +153,11 @@ extension EndToEnd {
         // 0.4 s of this generator's audio into the recordings, by LiveMic's own cycles.
         rig.waitForAudio(seconds: 0.4)
         #expect(livemic.process.isRunning, "LiveMic exited in round \(round): \(livemic.log)")
-        rss.append(ReconnectTests.residentKilobytes(livemic.process.processIdentifier))
         let memory = try rig.json(["status"])["memory"] as? [String: Any]
-        heap.append(memory?["heap_in_use_bytes"] as? Int ?? 0)
+        (heap, rss) = (
+          heap + [memory?["heap_in_use_bytes"] as? Int ?? 0],
+          rss + [memory?["resident_kilobytes"] as? Int ?? 0]
+        )
         threads.append(Self.threadCount(livemic.process.processIdentifier))
         // The next generator counts on from past this one's frames.
         start &+= UInt32(generator.cycles.load(ordering: .relaxed) * JackServer.takePeriod + 48000)

@@ -242,10 +242,7 @@ extension Witness {
   /// `missed_cycles` and `last_missed_cycle` of the running LiveMic `client` (nil when it does
   /// not answer).
   static func missedCycles(client: String, environment: [String: String]) -> MissedCycles? {
-    guard
-      let answer = try? runLiveMic(["ctl", "-n", client, "--json", "status"], environment: environment),
-      answer.status == 0,
-      let object = try? JSONSerialization.jsonObject(with: Data(answer.stdout.utf8)) as? [String: Any],
+    guard let object = LiveRig.status(name: client, environment: environment),
       let count = (object["missed_cycles"] as? NSNumber)?.intValue
     else { return nil }
     let gap = { (fields: [String: Any]) -> MissedCycles.Gap? in
